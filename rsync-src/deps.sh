@@ -1,0 +1,54 @@
+#!/bin/sh
+# deps.sh: make sure the Debian packages a step needs are installed.
+#
+# Usage: rsync-src/deps.sh build|check|bench ...
+#
+# Each group lists the packages one make step needs.  As root on Debian or
+# Ubuntu the missing ones are installed with apt-get; otherwise the exact
+# apt-get line is printed and the script fails, so a build never half-works
+# for want of a library.  RSYNC_DE_NO_INSTALL=1 turns installing off.
+
+set -eu
+
+pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
+	zlib1g-dev libpopt-dev libxxhash-dev libssl-dev liblz4-dev libzstd-dev
+	libacl1-dev libattr1-dev"
+# Upstream's suite uses acl/attr tools; the fork's suite adds an sshd, the
+# Debian rsync peer and the filesystems it mounts on loop images.
+pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
+	btrfs-progs util-linux procps"
+pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time"
+
+want=
+for group in "$@"; do
+	eval "want=\"\$want \$pkgs_$group\""
+done
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "deps: not a Debian system; make sure these (Debian names) are installed:" >&2
+	echo "  $(echo $want)" >&2
+	exit 0
+fi
+
+missing=
+for p in $(printf '%s\n' $want | awk '!seen[$0]++'); do
+	case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
+	ii*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || [ "${RSYNC_DE_NO_INSTALL:-}" = 1 ]; then
+	echo "deps: missing Debian packages; install them with:" >&2
+	echo "  sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+
+echo "deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# Index files may be absent (fresh images ship none) or stale: update first.
+apt-get update -qq >/dev/null || apt-get update
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+	apt-get install -y --no-install-recommends $missing

@@ -1,0 +1,93 @@
+"""Helpers shared by the fork's own tests (testsuite/*_test.py).
+
+They run under upstream's runtests.py with upstream's rsyncfns, from a
+suite directory that `make check-fork` assembles; this module adds what
+only the fork needs: the stock build to compare against, and random trees.
+"""
+
+import os
+import random
+import stat
+import subprocess
+from pathlib import Path
+
+from rsyncfns import test_fail, test_skipped
+
+TOP = Path(os.environ.get('RSYNC_DE_TOP', Path(__file__).resolve().parent.parent))
+RSYNC_STOCK = os.environ.get('RSYNC_STOCK', str(TOP / 'rsync-stock'))
+
+
+def require_stock() -> str:
+    """Return the stock rsync binary (same upstream, no patches) or skip."""
+    if not os.access(RSYNC_STOCK, os.X_OK):
+        test_skipped(f'no stock rsync at {RSYNC_STOCK} (make stock)')
+    return RSYNC_STOCK
+
+
+def run(argv, **kw) -> subprocess.CompletedProcess:
+    """Run argv capturing text output; never raises on a non-zero exit."""
+    return subprocess.run([str(a) for a in argv], capture_output=True,
+                          text=True, errors='surrogateescape', **kw)
+
+
+# Names chosen to hit rsync's sort rules: case, digits, dots, a dash first,
+# spaces, a newline and bytes that are not UTF-8.
+_NAMES = ['a', 'B', 'b.txt', 'a.b', 'z9', '10', '2', '-dash', 'sp ace',
+          'new\nline', 'caf\udce9', 'x' * 200, '.hidden', 'dir.d', 'dir']
+
+
+def random_tree(root: Path, rng: random.Random, depth: int = 3,
+                width: int = 6) -> None:
+    """Fill root with a random tree of files, dirs, symlinks and fifos."""
+    root.mkdir(parents=True, exist_ok=True)
+    names = rng.sample(_NAMES, min(width, len(_NAMES)))
+    for name in names:
+        p = root / name
+        kind = rng.random()
+        if depth > 0 and kind < 0.35:
+            random_tree(p, rng, depth - 1, width)
+        elif kind < 0.80:
+            p.write_bytes(os.urandom(rng.randrange(0, 64)))
+        elif kind < 0.92:
+            os.symlink(rng.choice(['/etc/passwd', '..', 'b.txt', 'missing']), p)
+        else:
+            os.mkfifo(p)
+
+
+def age_tree(root: Path, when: int = 1_600_000_000) -> None:
+    """Give every entry under root (and root) one old mtime.
+
+    A deletion sets its directory's mtime to now; with old times on both
+    sides, whether rsync reports a directory's time as changed no longer
+    depends on which second the test ran in."""
+    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+        for n in filenames + dirnames:
+            os.utime(Path(dirpath) / n, (when, when), follow_symlinks=False)
+    os.utime(root, (when, when))
+
+
+def tree_listing(root: Path) -> list:
+    """A sorted listing of (path, type, size-or-target) for comparison."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            st = p.lstat()
+            rel = str(p.relative_to(root))
+            if stat.S_ISLNK(st.st_mode):
+                out.append((rel, 'l', os.readlink(p)))
+            elif stat.S_ISDIR(st.st_mode):
+                out.append((rel, 'd', ''))
+            elif stat.S_ISFIFO(st.st_mode):
+                out.append((rel, 'p', ''))
+            else:
+                out.append((rel, 'f', st.st_size))
+    return sorted(out)
+
+
+def assert_same_tree(a: Path, b: Path, label: str) -> None:
+    la, lb = tree_listing(a), tree_listing(b)
+    if la != lb:
+        only_a = sorted(set(la) - set(lb))[:5]
+        only_b = sorted(set(lb) - set(la))[:5]
+        test_fail(f'{label}: trees differ; only in {a}: {only_a}; only in {b}: {only_b}')
