@@ -2,8 +2,9 @@
 """rsync-de deletes exactly what stock rsync deletes, and says it the same way.
 
 The same random source and destination trees go through ./rsync-stock and
-./rsync with the same options; the trees left behind, every line printed
-and the exit codes must match.  The trees hold files, directories,
+./rsync with the same options (or, for --delete-only, stock's
+`-r --delete --existing --ignore-existing`); the trees left behind, every
+line printed and the exit codes must match.  The trees hold files, directories,
 symlinks, fifos, awkward names (newline, non-UTF-8, leading dash, long)
 and type changes between source and destination.
 
@@ -25,6 +26,7 @@ from forkfns import (
 stock = require_stock()
 fork = RSYNC.split()
 DELETE_LINE = ('deleting ', '*deleting ')
+SOURCE_LINE = re.compile(r'(\w+\.c)\(\d+\)')
 VERSION_TAG = re.compile(r'\[(\w+)=\d+\.\d+\.\d+(?:-de\d+)?\]')
 
 OPTION_SETS = [
@@ -43,6 +45,16 @@ OPTION_SETS = [
     ['-ai', '--delete'],
 ]
 
+# --delete-only against the stock options that mean the same.
+STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
+PAIRED = [
+    (['--delete-only', '-v'], STOCK_EQUIVALENT + ['-v']),
+    (['--delete-only', '-v', '--exclude=a'], STOCK_EQUIVALENT + ['-v', '--exclude=a']),
+    (['--delete-only', '-n', '-v'], STOCK_EQUIVALENT + ['-n', '-v']),
+    (['--delete-only', '--max-delete=2', '-v'], STOCK_EQUIVALENT + ['--max-delete=2', '-v']),
+    (['--delete-only', '-i', '--delete-after'], STOCK_EQUIVALENT + ['-i', '--delete-after']),
+]
+
 
 def normalise(text: str, dst: str) -> list:
     """Output lines with the run-specific destination path and timings removed."""
@@ -59,7 +71,7 @@ def diff(stock_lines: list, fork_lines: list) -> str:
                                            'fork', lineterm='', n=1))
 
 
-def one_case(seed: int, opts: list) -> None:
+def one_case(seed: int, opts: list, stock_opts: list) -> None:
     rng = random.Random(seed)
     base = SCRATCHDIR / f'case{seed}'
     shutil.rmtree(base, ignore_errors=True)
@@ -70,11 +82,11 @@ def one_case(seed: int, opts: list) -> None:
     age_tree(src)
     age_tree(dst_tmpl, 1_500_000_000)
     results = []
-    for name, argv0 in (('stock', [stock]), ('fork', fork)):
+    for name, argv in (('stock', [stock] + stock_opts), ('fork', fork + opts)):
         dst = base / name
         if run(['cp', '-a', dst_tmpl, dst]).returncode:
             test_fail(f'cp -a {dst_tmpl} failed')
-        p = run(argv0 + opts + [f'{src}/', f'{dst}/'])
+        p = run(argv + [f'{src}/', f'{dst}/'])
         results.append((name, dst, p))
     (_, sdst, sp), (_, fdst, fp) = results
     label = f'seed {seed} {" ".join(opts)}'
@@ -93,9 +105,10 @@ def one_case(seed: int, opts: list) -> None:
     if sorted(so) != sorted(fo):
         test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo)))
     se, fe = normalise(sp.stderr, str(sdst)), normalise(fp.stderr, str(fdst))
-    # "rsync error: ... [generator=3.5.1]" names the version, which differs.
-    se = [VERSION_TAG.sub(r'[\1]', line) for line in se]
-    fe = [VERSION_TAG.sub(r'[\1]', line) for line in fe]
+    # "rsync error: ... at main.c(1412) [generator=3.5.1]" names a source
+    # line and the version, which the patches move.
+    se = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', line)) for line in se]
+    fe = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', line)) for line in fe]
     if se != fe:
         test_fail(f'{label}: stderr differs:\n' + diff(se, fe))
     shutil.rmtree(base)
@@ -105,6 +118,6 @@ seeds = [1, 2, 3, 4, 5]
 extra = int(os.environ.get('RSYNC_DE_SEEDS', '0'))
 seeds += [random.randrange(1 << 30) for _ in range(extra)]
 for seed in seeds:
-    for opts in OPTION_SETS:
+    for opts, stock_opts in [(o, o) for o in OPTION_SETS] + PAIRED:
         print(f'seed {seed}: {" ".join(opts)}')
-        one_case(seed, opts)
+        one_case(seed, opts, stock_opts)
