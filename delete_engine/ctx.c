@@ -1,0 +1,156 @@
+/*
+ * ctx.c - the context: configuration, lazily started pool, messages.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t de__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * The fd budget: half of what RLIMIT_NOFILE leaves after 16 for the
+ * caller, between 8 and 256.  256 is plenty: beyond the directories being
+ * worked on (a few per thread) held fds only save reopen syscalls.
+ */
+static int fd_budget(void)
+{
+	struct rlimit rl;
+	long b = 256;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		b = ((long)rl.rlim_cur - 16) / 2;
+	if (b > 256)
+		b = 256;
+	if (b < 8)
+		b = 8;
+	return (int)b;
+}
+
+/* See delete_engine.h.  Returns 0, -EINVAL or -ENOMEM. */
+int de_ctx_new(de_ctx **out, const struct de_config *cfg)
+{
+	de_ctx *ctx;
+	long ncpu;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (cfg && cfg->threads > 1024)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	if (cfg)
+		ctx->cfg = *cfg;
+	else
+		ctx->cfg.max_delete = -1;
+	if (!ctx->cfg.progress_ms)
+		ctx->cfg.progress_ms = 1000;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	if (ncpu > 64)
+		ncpu = 64;
+	ctx->nthreads = ctx->cfg.threads ? ctx->cfg.threads : (unsigned)ncpu;
+	ctx->caller_buf = malloc(DE__BUFSZ);
+	if (!ctx->caller_buf) {
+		free(ctx);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&ctx->mu, NULL);
+	pthread_cond_init(&ctx->cv, NULL);
+	ctx->pid = getpid();
+	*out = ctx;
+	return 0;
+}
+
+/* Start the workers on first use (so a context made before fork() and
+ * never used costs no threads).  Returns 0 or a negative errno. */
+int de__ctx_start(de_ctx *ctx)
+{
+	int rc;
+
+	if (ctx->pool_ready)
+		return 0;
+	rc = de__pool_init(&ctx->pool, ctx->nthreads);
+	if (rc)
+		return rc;
+	ctx->pool_ready = 1;
+	ctx->fd_budget = fd_budget();
+	return 0;
+}
+
+void de_ctx_free(de_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* In a forked child the threads do not exist: just free memory. */
+	if (ctx->pool_ready && getpid() == ctx->pid)
+		de__pool_destroy(&ctx->pool);
+	pthread_mutex_destroy(&ctx->mu);
+	pthread_cond_destroy(&ctx->cv);
+	free(ctx->caller_buf);
+	free(ctx->pbuf);
+	free(ctx);
+}
+
+const char *de_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err == 0)
+		return "Success";
+	/* strerror() is not thread-safe in theory; strerrordesc_np is. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+	{
+		const char *s = strerrordesc_np(err);
+
+		if (s)
+			return s;
+	}
+	return "Unknown error";
+#else
+	return strerror(err);
+#endif
+}
+
+const char *de_op_name(enum de_op op)
+{
+	switch (op) {
+	case DE_OP_NONE: return "none";
+	case DE_OP_OPEN: return "open";
+	case DE_OP_READ: return "read";
+	case DE_OP_STAT: return "stat";
+	case DE_OP_UNLINK: return "unlink";
+	case DE_OP_RMDIR: return "rmdir";
+	case DE_OP_CHMOD: return "chmod";
+	}
+	return "?";
+}
+
+const char *de_result_name(enum de_result r)
+{
+	switch (r) {
+	case DE_R_REMOVED: return "removed";
+	case DE_R_FAILED: return "failed";
+	case DE_R_NOT_EMPTY: return "not-empty";
+	case DE_R_SKIPPED: return "skipped";
+	case DE_R_MOUNT: return "mount-point";
+	case DE_R_OTHER_FS: return "other-fs";
+	case DE_R_KEPT: return "kept";
+	case DE_R_DONE: return "done";
+	case DE_R_VANISHED: return "vanished";
+	}
+	return "?";
+}

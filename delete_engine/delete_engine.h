@@ -1,0 +1,195 @@
+/*
+ * delete_engine.h - fast, parallel, safe tree deletion.
+ *
+ * The single public header of libdelete_engine.  Every public name starts
+ * with de_ / DE_.  Functions return 0 or a negative errno value and never
+ * rely on errno after they return.
+ *
+ * Threading: a de_ctx owns a pool of worker threads.  All callbacks in
+ * struct de_hooks run on the thread that called de_remove(), never on a
+ * worker, with the single exception of the pure comparator (compare) and
+ * the test-only fault hook in struct de_config, which may run on workers.
+ * One de_remove() at a time per context.  Two contexts may coexist.
+ *
+ * fork(): worker threads are started lazily by the first de_remove() and
+ * are idle (holding no lock) whenever de_remove() is not running.  A context
+ * must not be used in a child process after fork(); de_remove() returns
+ * -ECHILD there.  Create contexts after forking (rsync: in the generator).
+ */
+#ifndef DELETE_ENGINE_H
+#define DELETE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct de_ctx de_ctx;
+
+enum de_type {
+	DE_T_UNKNOWN = 0,	/* in a target: the engine fstatat()s it */
+	DE_T_FILE,
+	DE_T_DIR,
+	DE_T_SYMLINK,
+	DE_T_DEVICE,		/* block or character device */
+	DE_T_SPECIAL,		/* fifo or socket */
+	DE_T_COUNT
+};
+
+/* Flags for de_config.flags. */
+#define DE_F_DRY_RUN		0x0001u	/* remove nothing; report "would remove" */
+#define DE_F_ONE_FILE_SYSTEM	0x0002u	/* never leave the st_dev of dirfd */
+#define DE_F_MAKE_WRITABLE	0x0004u	/* chmod u+rwx own dirs that block us */
+#define DE_F_ORDERED		0x0008u	/* reports in canonical order */
+#define DE_F_NO_INODE_SORT	0x0010u	/* never unlink in inode order */
+#define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */
+#define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
+#define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
+
+struct de_config {
+	unsigned threads;	/* 0: online CPUs, adapted per filesystem */
+	unsigned flags;		/* DE_F_* */
+	long long max_delete;	/* < 0: unlimited */
+	unsigned progress_ms;	/* 0: 1000 */
+	/*
+	 * Test-only fault injection.  Called (possibly on a worker thread,
+	 * so it must be thread-safe) before each syscall the engine makes on
+	 * an entry; a non-zero return is a positive errno that the engine
+	 * treats as the result of that syscall, which is then not made.
+	 * name is the entry name (no directory part).  NULL in production.
+	 */
+	int (*fault)(void *arg, int op, const char *name);
+	void *fault_arg;
+};
+
+/* The operation that failed (de_report.op, fault hook op). */
+enum de_op {
+	DE_OP_NONE = 0,
+	DE_OP_OPEN,
+	DE_OP_READ,
+	DE_OP_STAT,
+	DE_OP_UNLINK,
+	DE_OP_RMDIR,
+	DE_OP_CHMOD
+};
+
+enum de_result {
+	DE_R_REMOVED = 0,	/* removed ("would remove" in a dry run) */
+	DE_R_FAILED,		/* op failed with err */
+	DE_R_NOT_EMPTY,		/* dir kept: a child was kept or failed */
+	DE_R_SKIPPED,		/* after max_delete: left in place */
+	DE_R_MOUNT,		/* mount point: not entered, kept */
+	DE_R_OTHER_FS,		/* other fs with DE_F_ONE_FILE_SYSTEM: kept */
+	DE_R_KEPT,		/* the enter_dir hook said DE_A_KEEP */
+	DE_R_DONE,		/* the enter_dir hook said DE_A_DONE */
+	DE_R_VANISHED		/* already gone (ENOENT): nothing to do */
+};
+
+struct de_report {
+	const char *path;	/* relative to dirfd; for messages only */
+	enum de_type type;
+	mode_t mode;		/* 0 when the engine did not stat it */
+	enum de_result result;
+	enum de_op op;		/* DE_R_FAILED: what failed */
+	int err;		/* DE_R_FAILED: positive errno */
+	int dry_run;		/* 1: nothing was actually removed */
+};
+
+enum de_action {
+	DE_A_DELETE = 0,	/* default */
+	DE_A_KEEP,		/* protected/excluded: stays, parent kept */
+	DE_A_DONE		/* caller disposed of it: counted as removed */
+};
+
+struct de_dirent {
+	const char *name;
+	enum de_type type;
+	enum de_action action;	/* set by the enter_dir hook */
+};
+
+struct de_progress {
+	uint64_t removed;	/* entries removed (or would be) so far */
+	uint64_t failed;
+	uint64_t dirs_pending;	/* directories started, not finished */
+	uint64_t elapsed_ms;
+};
+
+struct de_hooks {
+	void *arg;
+	/* One call per entry, in canonical order when ordered (see README). */
+	void (*report)(void *arg, const struct de_report *r);
+	/* At least every progress_ms while working; non-zero cancels. */
+	int (*progress)(void *arg, const struct de_progress *p);
+	/*
+	 * Called for every directory about to be emptied, in depth-first
+	 * pre-order, with its listing in canonical (deletion) order; set
+	 * ents[i].action.  Non-zero return cancels the run.  Setting this
+	 * hook implies ordered reports.
+	 */
+	int (*enter_dir)(void *arg, const char *relpath,
+			 struct de_dirent *ents, size_t n);
+	/* Matches each enter_dir, properly nested. */
+	void (*leave_dir)(void *arg, const char *relpath);
+	/*
+	 * Optional: rsync's ascending sort order of two names in one
+	 * directory (<0, 0, >0).  Must be pure and reentrant: it may run on
+	 * worker threads.  NULL: protocol >= 29 order (non-directories
+	 * first, then directories, each by unsigned bytes), or plain bytes
+	 * with DE_F_PLAIN_ORDER.
+	 */
+	int (*compare)(const char *a, int a_is_dir, const char *b,
+		       int b_is_dir);
+};
+
+struct de_summary {
+	uint64_t removed[DE_T_COUNT];	/* per type, DE_T_FILE.. */
+	uint64_t removed_total;
+	uint64_t failed;
+	uint64_t not_empty;
+	uint64_t skipped;
+	uint64_t mounts;	/* DE_R_MOUNT and DE_R_OTHER_FS */
+	uint64_t kept;		/* DE_R_KEPT */
+	uint64_t vanished;
+};
+
+struct de_target {
+	const char *name;	/* one entry directly inside dirfd */
+	enum de_type type;	/* DE_T_UNKNOWN: the engine fstatat()s it */
+};
+
+/*
+ * Create a context.  cfg may be NULL (defaults).  Returns 0 and sets *out,
+ * or -EINVAL / -ENOMEM.  No thread is started until de_remove().
+ */
+int de_ctx_new(de_ctx **out, const struct de_config *cfg);
+
+/* Stop the workers and free everything.  NULL is fine. */
+void de_ctx_free(de_ctx *ctx);
+
+/*
+ * Remove the n targets directly inside dirfd, each recursively (a
+ * directory's contents first, the directory itself last).  dirfd itself is
+ * never removed, and stays owned by the caller.  hooks and sum may be NULL.
+ * Returns 0 when everything was removed; -EIO when some entry failed or was
+ * kept (details went to the report hook and sum); -EDQUOT when max_delete
+ * stopped it; -ECANCELED when a hook cancelled; other negative errno on a
+ * setup failure (-ENOMEM, -EAGAIN, -ECHILD when used after fork()).
+ */
+int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
+	      size_t n, const struct de_hooks *hooks, struct de_summary *sum);
+
+/* A static English message for a negative (or positive) errno. */
+const char *de_strerror(int err);
+
+/* Static names for enums, for messages and tests. */
+const char *de_op_name(enum de_op op);
+const char *de_result_name(enum de_result r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DELETE_ENGINE_H */

@@ -1,0 +1,254 @@
+/*
+ * dirread.c - reading directories and the few syscalls the engine makes.
+ *
+ * Two builds: the Linux fast path (getdents64 through syscall() into one
+ * large per-thread buffer, statx for the mount-root attribute) and, with
+ * -DDE_PORTABLE (make PORTABLE=1), plain POSIX: fdopendir/readdir,
+ * fstatat, unlinkat.  Every wrapper returns 0 / an fd, or a negative errno,
+ * and first asks the test-only fault hook.
+ */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef DE_PORTABLE
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#endif
+
+enum de_type de__mode_type(mode_t m)
+{
+	if (S_ISREG(m))
+		return DE_T_FILE;
+	if (S_ISDIR(m))
+		return DE_T_DIR;
+	if (S_ISLNK(m))
+		return DE_T_SYMLINK;
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return DE_T_DEVICE;
+	if (S_ISFIFO(m) || S_ISSOCK(m))
+		return DE_T_SPECIAL;
+	return DE_T_UNKNOWN;
+}
+
+static enum de_type dtype_type(unsigned char t)
+{
+	switch (t) {
+	case DT_REG: return DE_T_FILE;
+	case DT_DIR: return DE_T_DIR;
+	case DT_LNK: return DE_T_SYMLINK;
+	case DT_CHR: case DT_BLK: return DE_T_DEVICE;
+	case DT_FIFO: case DT_SOCK: return DE_T_SPECIAL;
+	default: return DE_T_UNKNOWN;
+	}
+}
+
+/*
+ * Open directory name under dfd without following a symlink at the last
+ * component (dfd is itself a verified directory fd, so no component is
+ * ever resolved through a symlink).  Returns the fd or a negative errno.
+ */
+int de__open_dir(de_ctx *ctx, int dfd, const char *name)
+{
+	int e = de__fault(ctx, DE_OP_OPEN, name);
+	int fd;
+
+	if (e)
+		return -e;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+/* unlinkat() returning 0 or a negative errno. */
+int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
+{
+	int e = de__fault(ctx, (flags & AT_REMOVEDIR) ? DE_OP_RMDIR :
+			  DE_OP_UNLINK, name);
+
+	if (e)
+		return -e;
+	return unlinkat(dfd, name, flags) ? -errno : 0;
+}
+
+static void st_from_stat(struct de__st *st, const struct stat *sb)
+{
+	st->dev = sb->st_dev;
+	st->ino = sb->st_ino;
+	st->mode = sb->st_mode;
+	st->uid = sb->st_uid;
+	st->mount_root = -1;
+}
+
+/* lstat of name under dfd.  Returns 0 or a negative errno. */
+int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st)
+{
+	struct stat sb;
+	int e = de__fault(ctx, DE_OP_STAT, name);
+
+	if (e)
+		return -e;
+	if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	st_from_stat(st, &sb);
+	return 0;
+}
+
+/*
+ * Stat an open directory fd (name only for the fault hook), including
+ * whether it is a mount root where statx can tell (same-device bind mounts
+ * have the parent's st_dev, so only STATX_ATTR_MOUNT_ROOT catches them).
+ */
+int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st)
+{
+	int e = de__fault(ctx, DE_OP_STAT, name);
+
+	if (e)
+		return -e;
+#if !defined(DE_PORTABLE) && defined(STATX_ATTR_MOUNT_ROOT)
+	{
+		struct statx sx;
+
+		if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+			  STATX_TYPE | STATX_MODE | STATX_INO | STATX_UID,
+			  &sx) == 0) {
+			st->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+			st->ino = sx.stx_ino;
+			st->mode = sx.stx_mode;
+			st->uid = sx.stx_uid;
+			st->mount_root = -1;
+			if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+				st->mount_root = !!(sx.stx_attributes &
+						    STATX_ATTR_MOUNT_ROOT);
+			return 0;
+		}
+		if (errno != ENOSYS && errno != EINVAL)
+			return -errno;
+	}
+#endif
+	{
+		struct stat sb;
+
+		if (fstat(fd, &sb))
+			return -errno;
+		st_from_stat(st, &sb);
+	}
+	return 0;
+}
+
+/* statfs f_type of the filesystem holding fd, 0 when unknown. */
+long de__fs_type(int fd)
+{
+#ifndef DE_PORTABLE
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) == 0)
+		return (long)sf.f_type;
+#else
+	(void)fd;
+#endif
+	return 0;
+}
+
+#ifndef DE_PORTABLE
+struct de__dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * Read the whole directory fd, calling cb for each entry but "." and "..".
+ * buf is DE__BUFSZ bytes (one per thread): 512 KiB holds about 16k entries
+ * of short names per getdents64 call, so a 500k-entry directory takes ~30
+ * calls.  Returns 0, a negative errno from getdents64, or cb's non-zero.
+ */
+int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
+		 de__ent_cb cb, void *arg)
+{
+	int e = de__fault(ctx, DE_OP_READ, name);
+
+	if (e)
+		return -e;
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, (size_t)DE__BUFSZ);
+		long off = 0;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		while (off < n) {
+			struct de__dirent64 *d = (void *)((char *)buf + off);
+			const char *nm = d->d_name;
+			size_t len;
+			int rc;
+
+			off += d->d_reclen;
+			if (nm[0] == '.' && (nm[1] == 0 ||
+					     (nm[1] == '.' && nm[2] == 0)))
+				continue;
+			len = strlen(nm);
+			rc = cb(arg, nm, len, d->d_ino, dtype_type(d->d_type));
+			if (rc)
+				return rc;
+		}
+	}
+}
+#else
+/* Portable: readdir on a dup of fd (closedir closes only the dup). */
+int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
+		 de__ent_cb cb, void *arg)
+{
+	int e = de__fault(ctx, DE_OP_READ, name);
+	int dfd, rc = 0;
+	DIR *d;
+	struct dirent *de;
+
+	(void)buf;
+	if (e)
+		return -e;
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	for (;;) {
+		const char *nm;
+		enum de_type t = DE_T_UNKNOWN;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			rc = errno ? -errno : 0;
+			break;
+		}
+		nm = de->d_name;
+		if (nm[0] == '.' && (nm[1] == 0 ||
+				     (nm[1] == '.' && nm[2] == 0)))
+			continue;
+#ifdef DT_UNKNOWN
+		t = dtype_type(de->d_type);
+#endif
+		rc = cb(arg, nm, strlen(nm), de->d_ino, t);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+#endif

@@ -1,0 +1,663 @@
+/*
+ * emit.c - de_remove(): the calling thread's side.
+ *
+ * The calling thread sets up the root (the caller's dirfd and its
+ * targets), then sleeps on ctx->cv and delivers reports, progress and
+ * enter/leave calls; workers only touch the file system and the tree.
+ *
+ * Modes (chosen per run):
+ *  - unordered (default): workers remove; finished directories are queued
+ *    as events, reports come in completion order.
+ *  - ordered (DE_F_ORDERED, enter_dir, dry run, max_delete): the calling
+ *    thread walks the tree in canonical order and waits for each entry's
+ *    outcome; workers scan and remove ahead of it, at most win_max scanned
+ *    directories ahead (memory bound: win_max listings + the walk's path).
+ *  - serial (dry run, max_delete): workers only scan ahead; the calling
+ *    thread makes each removal itself, in canonical order, so the limit is
+ *    exact.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WIN_MAX 256u
+
+/* Build n's path relative to dirfd into ctx->pbuf.  Returns its length or
+ * -1 on ENOMEM (then pbuf holds "?"). */
+static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
+{
+	const struct de__node *m;
+	size_t len = 0, pos;
+
+	for (m = n; m && m->parent; m = m->parent)
+		len += m->namelen + 1;
+	if (len)
+		len--;
+	if (len + extra + 2 > ctx->pcap) {
+		size_t cap = (len + extra + 2) * 2;
+		char *p = realloc(ctx->pbuf, cap < 4096 ? 4096 : cap);
+
+		if (!p)
+			return -1;
+		ctx->pbuf = p;
+		ctx->pcap = cap < 4096 ? 4096 : cap;
+	}
+	pos = len;
+	ctx->pbuf[pos] = 0;
+	for (m = n; m && m->parent; m = m->parent) {
+		pos -= m->namelen;
+		memcpy(ctx->pbuf + pos, m->name, m->namelen);
+		if (pos)
+			ctx->pbuf[--pos] = '/';
+	}
+	return (long)len;
+}
+
+static void count(de_ctx *ctx, int res, int type)
+{
+	struct de_summary *s = &ctx->sum;
+
+	switch (res) {
+	case DE_R_REMOVED:
+	case DE_R_DONE:
+		s->removed[type < DE_T_COUNT ? type : 0]++;
+		s->removed_total++;
+		break;
+	case DE_R_FAILED: s->failed++; break;
+	case DE_R_NOT_EMPTY: s->not_empty++; break;
+	case DE_R_SKIPPED: s->skipped++; break;
+	case DE_R_MOUNT: case DE_R_OTHER_FS: s->mounts++; break;
+	case DE_R_KEPT: s->kept++; break;
+	case DE_R_VANISHED: s->vanished++; break;
+	}
+}
+
+static void maybe_progress(de_ctx *ctx, int force)
+{
+	uint64_t now = de__now_ms();
+	struct de_progress p;
+
+	if (!force && now - ctx->last_prog_ms < ctx->cfg.progress_ms)
+		return;
+	ctx->last_prog_ms = now;
+	if (!ctx->hooks->progress || de__cancelled(ctx))
+		return;
+	p.removed = ctx->sum.removed_total;
+	p.failed = ctx->sum.failed;
+	pthread_mutex_lock(&ctx->mu);
+	p.dirs_pending = ctx->prog.dirs_pending;
+	pthread_mutex_unlock(&ctx->mu);
+	p.elapsed_ms = now - ctx->t0_ms;
+	if (ctx->hooks->progress(ctx->hooks->arg, &p)) {
+		pthread_mutex_lock(&ctx->mu);
+		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+/* Deliver one report; path is in ctx->pbuf. */
+static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
+		   int err)
+{
+	struct de_report r;
+
+	count(ctx, res, type);
+	if (ctx->hooks->report && !de__cancelled(ctx)) {
+		r.path = ctx->pbuf ? ctx->pbuf : "?";
+		r.type = (enum de_type)type;
+		r.mode = mode;
+		r.result = (enum de_result)res;
+		r.op = (enum de_op)op;
+		r.err = err;
+		r.dry_run = !!(ctx->cfg.flags & DE_F_DRY_RUN);
+		ctx->hooks->report(ctx->hooks->arg, &r);
+	}
+}
+
+static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
+		       const struct de__ent *e)
+{
+	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
+
+	if (dlen < 0)
+		return;
+	if (pos + e->len + 1 > ctx->pcap) {
+		char *p = realloc(ctx->pbuf, (pos + e->len + 1) * 2);
+
+		if (!p)
+			return;
+		ctx->pbuf = p;
+		ctx->pcap = (pos + e->len + 1) * 2;
+	}
+	if (pos)
+		ctx->pbuf[dlen] = '/';
+	memcpy(ctx->pbuf + pos, de__ent_name(n, e), e->len);
+	ctx->pbuf[pos + e->len] = 0;
+	report(ctx, e->type, e->mode, e->res, e->op, e->err);
+}
+
+static void report_self(de_ctx *ctx, struct de__node *c)
+{
+	if (dir_path(ctx, c, 0) < 0)
+		return;
+	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
+}
+
+/* Sleep until signalled or the next progress tick.  Tree lock held. */
+static void sleep_locked(de_ctx *ctx)
+{
+	struct timespec ts;
+	uint64_t due = ctx->last_prog_ms + ctx->cfg.progress_ms;
+	uint64_t now = de__now_ms();
+
+	if (due > now) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)((due - now) / 1000);
+		ts.tv_nsec += (long)((due - now) % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		ctx->waiting = 1;
+		pthread_cond_timedwait(&ctx->cv, &ctx->mu, &ts);
+		ctx->waiting = 0;
+	}
+	pthread_mutex_unlock(&ctx->mu);
+	maybe_progress(ctx, 0);
+	pthread_mutex_lock(&ctx->mu);
+}
+
+/* Wait until n reaches state. */
+static void wait_state(de_ctx *ctx, struct de__node *n, int state)
+{
+	pthread_mutex_lock(&ctx->mu);
+	while (n->state < state)
+		sleep_locked(ctx);
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+/* Make sure c is scanned, running it here if no worker has started it. */
+static void need_scanned(de_ctx *ctx, struct de__node *c)
+{
+	pthread_mutex_lock(&ctx->mu);
+	while (c->state < NS_SCANNED) {
+		if (c->deferred) {
+			if (c->dprev)
+				c->dprev->dnext = c->dnext;
+			else
+				ctx->deferred = c->dnext;
+			if (c->dnext)
+				c->dnext->dprev = c->dprev;
+			c->deferred = 0;
+			c->state = NS_QUEUED;
+			c->inwin = 1;
+			ctx->win_live++;
+			if (ctx->serial)
+				ctx->scans_inflight++;
+			pthread_mutex_unlock(&ctx->mu);
+			de__task(&c->work, ctx->caller_buf);
+			pthread_mutex_lock(&ctx->mu);
+			continue;
+		}
+		if (c->state == NS_QUEUED) {
+			int rc;
+
+			pthread_mutex_unlock(&ctx->mu);
+			rc = de__pool_cancel(&ctx->pool, &c->work);
+			if (rc == 0)
+				de__task(&c->work, ctx->caller_buf);
+			pthread_mutex_lock(&ctx->mu);
+			if (rc == 0)
+				continue;
+		}
+		if (c->state < NS_SCANNED)
+			sleep_locked(ctx);
+	}
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+/* Call enter_dir for n; sets actions.  Non-zero return cancels. */
+static void call_enter(de_ctx *ctx, struct de__node *n)
+{
+	struct de_dirent *d = NULL;
+	size_t i;
+	int rc;
+
+	if (n->nents) {
+		d = malloc(n->nents * sizeof(*d));
+		if (!d) {
+			/* Cannot ask: keep everything. */
+			for (i = 0; i < n->nents; i++)
+				n->ents[i].action = DE_A_KEEP;
+			return;
+		}
+	}
+	for (i = 0; i < n->nents; i++) {
+		d[i].name = de__ent_name(n, &n->ents[i]);
+		d[i].type = (enum de_type)n->ents[i].type;
+		d[i].action = DE_A_DELETE;
+	}
+	if (dir_path(ctx, n, 0) < 0) {
+		free(d);
+		return;
+	}
+	rc = ctx->hooks->enter_dir(ctx->hooks->arg, ctx->pbuf, d, n->nents);
+	for (i = 0; i < n->nents; i++)
+		if (d[i].action == DE_A_KEEP || d[i].action == DE_A_DONE)
+			n->ents[i].action = (uint8_t)d[i].action;
+	free(d);
+	if (rc) {
+		pthread_mutex_lock(&ctx->mu);
+		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+static void limit_take(de_ctx *ctx)
+{
+	if (ctx->limit_left > 0)
+		ctx->limit_left--;
+}
+
+/* Serial mode: remove (or not) one non-directory entry of n. */
+static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
+{
+	int fd, rc;
+
+	if (e->done) {
+		if (e->res == DE_R_DONE)
+			limit_take(ctx);
+		return;
+	}
+	e->done = 1;
+	if (ctx->limit_left == 0) {
+		e->res = DE_R_SKIPPED;
+		ctx->limit_hit = 1;
+		return;
+	}
+	if (ctx->cfg.flags & DE_F_DRY_RUN) {
+		e->res = DE_R_REMOVED;
+		limit_take(ctx);
+		return;
+	}
+	fd = de__node_pin(ctx, n, -1);
+	if (fd < 0) {
+		rc = fd;
+		e->op = DE_OP_OPEN;
+	} else {
+		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
+		de__node_unpin(ctx, n);
+		e->op = DE_OP_UNLINK;
+	}
+	if (rc == 0) {
+		e->res = DE_R_REMOVED;
+		e->op = 0;
+		limit_take(ctx);
+	} else if (rc == -ENOENT && fd >= 0) {
+		e->res = DE_R_VANISHED;
+		e->op = 0;
+	} else {
+		e->res = DE_R_FAILED;
+		e->err = -rc;
+		pthread_mutex_lock(&ctx->mu);
+		n->kept = 1;
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+/* Serial mode: finish directory c (all its entries are done). */
+static void serial_dir(de_ctx *ctx, struct de__node *c)
+{
+	struct de__node *p = c->parent;
+	int res, op = 0, err = 0;
+
+	if (ctx->limit_left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
+		res = DE_R_SKIPPED;
+		ctx->limit_hit = 1;
+	} else if (c->skip_scan) {
+		res = c->res;
+		op = c->op;
+		err = c->err;
+	} else if (c->kept) {
+		res = DE_R_NOT_EMPTY;
+	} else if (ctx->cfg.flags & DE_F_DRY_RUN) {
+		res = DE_R_REMOVED;
+		limit_take(ctx);
+	} else {
+		int cfd = -1, pfd, rc;
+
+		pthread_mutex_lock(&ctx->mu);
+		if (c->fd >= 0) {
+			c->pins++;
+			cfd = c->fd;
+		}
+		pthread_mutex_unlock(&ctx->mu);
+		pfd = de__node_pin(ctx, p, cfd);
+		if (cfd >= 0)
+			de__node_unpin(ctx, c);
+		if (pfd < 0) {
+			rc = pfd;
+		} else {
+			rc = de__unlinkat(ctx, pfd, c->name, AT_REMOVEDIR);
+			de__node_unpin(ctx, p);
+		}
+		if (rc == 0) {
+			res = DE_R_REMOVED;
+			limit_take(ctx);
+		} else if (rc == -ENOENT && pfd >= 0) {
+			res = DE_R_VANISHED;
+		} else {
+			res = DE_R_FAILED;
+			op = DE_OP_RMDIR;
+			err = -rc;
+		}
+	}
+	c->res = (uint8_t)res;
+	c->op = (uint8_t)op;
+	c->err = err;
+	if (res != DE_R_REMOVED && res != DE_R_VANISHED) {
+		pthread_mutex_lock(&ctx->mu);
+		p->kept = 1;
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+/*
+ * The ordered walk of n's listing, in canonical order (recursive: one
+ * small frame per level of the tree).
+ */
+static void walk(de_ctx *ctx, struct de__node *n)
+{
+	int entered = 0;
+	long dlen;
+	size_t i;
+
+	if (n != ctx->root) {
+		if (ctx->hookmode && !de__cancelled(ctx)) {
+			call_enter(ctx, n);
+			entered = 1;
+		}
+		if (ctx->serial) {
+			de__prepare_serial(ctx, n);
+		} else if (ctx->hookmode) {
+			pthread_mutex_lock(&ctx->mu);
+			n->p2sub = 1;
+			n->work.fn = de__p2task;
+			pthread_mutex_unlock(&ctx->mu);
+			de__pool_submit(&ctx->pool, &n->work, 1);
+		}
+	}
+	if (!ctx->serial)
+		wait_state(ctx, n, NS_P2);
+	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
+		struct de__ent *e = &n->ents[i];
+		struct de__node *c = e->child;
+
+		if (c) {
+			need_scanned(ctx, c);
+			if (!c->skip_scan)
+				walk(ctx, c);
+			if (de__cancelled(ctx))
+				break;
+			if (ctx->serial)
+				serial_dir(ctx, c);
+			else
+				wait_state(ctx, c, NS_FINAL);
+			report_self(ctx, c);
+			e->child = NULL;
+			de__node_free(ctx, c);
+			de__pump(ctx);
+		} else {
+			if (ctx->serial)
+				serial_file(ctx, n, e);
+			else
+				wait_state(ctx, n, NS_FILES);
+			dlen = dir_path(ctx, n, e->len + 1);
+			report_ent(ctx, n, dlen, e);
+		}
+		maybe_progress(ctx, 0);
+	}
+	if (entered && ctx->hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
+		ctx->hooks->leave_dir(ctx->hooks->arg, ctx->pbuf);
+}
+
+/* Unordered: deliver events until the root is final and none is left. */
+static void drain_events(de_ctx *ctx)
+{
+	struct de__ev *ev;
+	struct de__node *c;
+
+	pthread_mutex_lock(&ctx->mu);
+	for (;;) {
+		while ((ev = ctx->ev_head)) {
+			int mask = ev->kind;
+
+			c = ev->node;
+			ctx->ev_head = ev->next;
+			if (!ctx->ev_head)
+				ctx->ev_tail = NULL;
+			pthread_mutex_unlock(&ctx->mu);
+			if (mask & DE__EV_FILES) {
+				long dlen = dir_path(ctx, c, 256);
+				size_t i;
+
+				for (i = 0; i < c->nents; i++)
+					if (!c->ents[i].child &&
+					    c->ents[i].done)
+						report_ent(ctx, c, dlen,
+							   &c->ents[i]);
+			}
+			if (mask & DE__EV_SELF) {
+				report_self(ctx, c);
+				de__node_free(ctx, c);
+			}
+			maybe_progress(ctx, 0);
+			pthread_mutex_lock(&ctx->mu);
+		}
+		if (ctx->root->state == NS_FINAL)
+			break;
+		sleep_locked(ctx);
+	}
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+/* After a cancel: let everything started finish, start nothing new. */
+static void drain_cancel(de_ctx *ctx)
+{
+	struct de__node *c;
+
+	for (;;) {
+		int again = 0;
+
+		pthread_mutex_lock(&ctx->mu);
+		while ((c = ctx->deferred)) {
+			ctx->deferred = c->dnext;
+			if (c->dnext)
+				c->dnext->dprev = NULL;
+			c->deferred = 0;
+			c->state = NS_QUEUED;
+			if (ctx->serial)
+				ctx->scans_inflight++;
+			pthread_mutex_unlock(&ctx->mu);
+			de__task(&c->work, ctx->caller_buf);
+			pthread_mutex_lock(&ctx->mu);
+		}
+		if (ctx->hookmode && !ctx->serial) {
+			for (c = ctx->live; c; c = c->lnext) {
+				if (c->state == NS_SCANNED && !c->p2sub &&
+				    c != ctx->root) {
+					c->p2sub = 1;
+					pthread_mutex_unlock(&ctx->mu);
+					de__phase2(ctx, c, 0);
+					again = 1;
+					pthread_mutex_lock(&ctx->mu);
+					break;
+				}
+			}
+		}
+		if (!again) {
+			if (ctx->serial ? ctx->scans_inflight == 0 :
+			    ctx->root->state == NS_FINAL) {
+				pthread_mutex_unlock(&ctx->mu);
+				return;
+			}
+			sleep_locked(ctx);
+		}
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+static int bad_name(const char *s)
+{
+	return !*s || strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, "..");
+}
+
+/* Fill the root's listing from the targets. */
+static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
+		       size_t n)
+{
+	struct de__node *r = ctx->root;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct de__ent *e;
+		size_t len = strlen(t[i].name ? t[i].name : "");
+		struct de__st st;
+		int rc;
+
+		if (len > 65535)
+			len = 65535;
+		rc = de__add_ent(r, t[i].name ? t[i].name : "", len, 0,
+				 t[i].type);
+		if (rc)
+			return rc;
+		e = &r->ents[r->nents - 1];
+		if (!t[i].name || bad_name(t[i].name)) {
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_OPEN;
+			e->err = EINVAL;
+			e->done = 1;
+			continue;
+		}
+		if (e->type != DE_T_UNKNOWN)
+			continue;
+		rc = de__lstatat(ctx, dirfd, t[i].name, &st);
+		if (rc == -ENOENT) {
+			e->res = DE_R_VANISHED;
+			e->done = 1;
+		} else if (rc) {
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_STAT;
+			e->err = -rc;
+			e->done = 1;
+		} else {
+			e->type = (uint8_t)de__mode_type(st.mode);
+			e->mode = st.mode;
+			e->ino = st.ino;
+		}
+	}
+	return 0;
+}
+
+static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
+{
+	unsigned flags = ctx->cfg.flags;
+
+	memset(&ctx->nohooks, 0, sizeof(ctx->nohooks));
+	ctx->hooks = hooks ? hooks : &ctx->nohooks;
+	ctx->hookmode = ctx->hooks->enter_dir != NULL;
+	ctx->serial = (flags & DE_F_DRY_RUN) || ctx->cfg.max_delete >= 0;
+	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
+	ctx->limit_left = ctx->cfg.max_delete >= 0 ? ctx->cfg.max_delete : -1;
+	ctx->limit_hit = 0;
+	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
+	ctx->nfds = 0;
+	ctx->win_max = WIN_MAX;
+	ctx->win_live = 0;
+	ctx->scans_inflight = 0;
+	ctx->live = NULL;
+	ctx->deferred = NULL;
+	ctx->ev_head = ctx->ev_tail = NULL;
+	memset(&ctx->sum, 0, sizeof(ctx->sum));
+	memset(&ctx->prog, 0, sizeof(ctx->prog));
+	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
+}
+
+/* See delete_engine.h. */
+int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
+	      size_t n, const struct de_hooks *hooks, struct de_summary *sum)
+{
+	struct de__st st;
+	struct de__node *r;
+	int rc;
+
+	if (!ctx || (n && !targets) || dirfd < 0)
+		return -EINVAL;
+	if (getpid() != ctx->pid)
+		return -ECHILD;
+	rc = de__ctx_start(ctx);
+	if (rc)
+		return rc;
+	reset_run(ctx, hooks);
+	rc = de__fstat(ctx, dirfd, ".", &st);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(st.mode))
+		return -ENOTDIR;
+	ctx->start_dev = st.dev;
+	r = de__node_new(ctx, NULL, "", 0, 0);
+	if (!r)
+		return -ENOMEM;
+	ctx->root = r;
+	r->fd = dirfd;
+	r->pins = 1;
+	r->dev = st.dev;
+	r->ino = st.ino;
+	r->mode = st.mode;
+	r->fstype = de__fs_type(dirfd);
+	r->state = NS_SCANNED;
+	{
+		unsigned t = ctx->cfg.threads ? ctx->cfg.threads :
+			de__threads_for(ctx, r->fstype);
+
+		if (t > ctx->pool.nthreads)
+			t = ctx->pool.nthreads;
+		de__pool_limit(&ctx->pool, t);
+		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
+	}
+	rc = add_targets(ctx, dirfd, targets, n);
+	if (rc) {
+		de__node_free(ctx, r);
+		return rc;
+	}
+	if (ctx->serial)
+		de__prepare_serial(ctx, r);
+	else
+		de__phase2(ctx, r, 0);
+	if (ctx->ordered)
+		walk(ctx, r);
+	else
+		drain_events(ctx);
+	if (de__cancelled(ctx))
+		drain_cancel(ctx);
+	else if (!ctx->serial)
+		wait_state(ctx, r, NS_FINAL);
+	/* Free what is left: the root, and after a cancel everything. */
+	while (ctx->live)
+		de__node_free(ctx, ctx->live);
+	ctx->root = NULL;
+	maybe_progress(ctx, 1);
+	if (sum)
+		*sum = ctx->sum;
+	if (de__cancelled(ctx))
+		return -ECANCELED;
+	if (ctx->limit_hit || ctx->sum.skipped)
+		return -EDQUOT;
+	if (ctx->sum.failed)
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,224 @@
+/*
+ * internal.h - private declarations of libdelete_engine.  Not installed.
+ */
+#ifndef DE_INTERNAL_H
+#define DE_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "delete_engine.h"
+
+#define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
+
+/* ---- pool.c: libuv-shaped thread pool ---------------------------------- */
+
+struct de__work;
+typedef void (*de__work_fn)(struct de__work *w, void *buf);
+
+struct de__work {
+	struct de__work *next, *prev;	/* pool queue links (pool lock) */
+	de__work_fn fn;
+	int queued;			/* on the queue (pool lock) */
+};
+
+struct de__pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct de__work head;		/* circular list sentinel */
+	unsigned nthreads;
+	unsigned started;
+	unsigned limit;			/* workers with index >= limit idle */
+	int stop;
+	pthread_t *tids;
+	void **bufs;
+};
+
+int de__pool_init(struct de__pool *p, unsigned nthreads);
+void de__pool_destroy(struct de__pool *p);
+void de__pool_submit(struct de__pool *p, struct de__work *w, int front);
+int de__pool_cancel(struct de__pool *p, struct de__work *w);
+void de__pool_limit(struct de__pool *p, unsigned n);
+
+/* ---- dirread.c -------------------------------------------------------- */
+
+struct de__st {
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;
+	uid_t uid;
+	int mount_root;		/* 1 yes, 0 no, -1 unknown */
+};
+
+typedef int (*de__ent_cb)(void *arg, const char *name, size_t len,
+			  uint64_t ino, enum de_type type);
+
+int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
+		 de__ent_cb cb, void *arg);
+int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st);
+int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st);
+int de__open_dir(de_ctx *ctx, int dfd, const char *name);
+int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
+enum de_type de__mode_type(mode_t m);
+long de__fs_type(int fd);
+
+/* ---- walk.c: the tree of directories in progress ----------------------- */
+
+enum { NS_NEW, NS_QUEUED, NS_RUNNING, NS_SCANNED, NS_P2, NS_FILES,
+       NS_FINAL };
+
+struct de__ent {
+	uint32_t name;		/* offset into node->arena */
+	uint16_t len;
+	uint8_t type;		/* enum de_type */
+	uint8_t action;		/* enum de_action */
+	uint8_t res;		/* enum de_result, non-dir or undescended dir */
+	uint8_t op;
+	uint8_t done;		/* res is final */
+	int err;
+	mode_t mode;
+	uint64_t ino;
+	struct de__node *child;
+};
+
+/* One event of the unordered emitter; strictly FIFO, never merged, so a
+ * child's events always come before its parent's "self" event. */
+struct de__ev {
+	struct de__ev *next;
+	struct de__node *node;
+	int kind;
+};
+
+struct de__node {
+	struct de__node *parent;
+	struct de__node *lnext, *lprev;	/* live list (tree lock) */
+	struct de__node *dnext, *dprev;	/* deferred stack (tree lock) */
+	struct de__work work;
+	de_ctx *ctx;
+	dev_t dev;		/* expected device, then the real one */
+	ino_t ino;		/* from the scan (d_ino), then from fstat */
+	mode_t mode;
+	int fd;			/* held fd or -1 (tree lock) */
+	int pins;		/* users of fd (tree lock) */
+	int unopened;		/* children that still need our fd to open */
+	int refs;		/* self + children/chunks not final */
+	int kept;		/* a child was not removed */
+	int state;		/* NS_* (tree lock) */
+	int chunks;		/* unlink chunks pending */
+	int deferred;		/* on ctx->deferred */
+	int inwin;		/* counted in ctx->win_live */
+	int skip_scan;		/* not entered: res/op/err say why */
+	int p2sub;		/* phase 2 started */
+	struct de__ev ev_files, ev_self;	/* event queue items */
+	long fstype;
+	/* The listing, in canonical order when ordered. */
+	struct de__ent *ents;
+	size_t nents, cap;
+	char *arena;
+	size_t alen, acap;
+	/* This directory's own outcome. */
+	uint8_t res, op;
+	int err;
+	size_t namelen;
+	char name[];
+};
+
+#define DE__EV_FILES	1
+#define DE__EV_SELF	2
+
+struct de__chunk {
+	struct de__work work;
+	struct de__node *node;
+	uint32_t *idx;		/* shared; freed by the last chunk */
+	size_t start, n;
+};
+
+/* ---- ctx.c -------------------------------------------------------------- */
+
+struct de_ctx {
+	struct de_config cfg;
+	struct de__pool pool;
+	int pool_ready;
+	pid_t pid;
+	unsigned nthreads;
+	void *caller_buf;
+	int fd_budget;
+
+	/* Per de_remove() state; tree lock protects everything below. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* the calling thread waits here */
+	int waiting;
+	const struct de_hooks *hooks;
+	struct de_hooks nohooks;
+	int ordered;			/* walk the tree to emit */
+	int serial;			/* emitter removes (limit, dry run) */
+	int hookmode;			/* enter_dir set */
+	int cancel;
+	int nfds;
+	unsigned win_max, win_live;
+	uint64_t pending_dirs;
+	struct de__node *live;
+	struct de__node *deferred;	/* stack head */
+	struct de__ev *ev_head, *ev_tail;
+	uint64_t scans_inflight;
+	struct de__node *root;
+	long long limit_left;
+	int limit_hit;
+	dev_t start_dev;
+	int split_min;
+	struct de_summary sum;
+	struct de_progress prog;
+	uint64_t t0_ms;
+	uint64_t last_prog_ms;
+	char *pbuf;
+	size_t pcap;
+};
+
+static inline int de__fault(de_ctx *ctx, int op, const char *name)
+{
+	if (ctx->cfg.fault)
+		return ctx->cfg.fault(ctx->cfg.fault_arg, op, name);
+	return 0;
+}
+
+uint64_t de__now_ms(void);
+
+/* Set by the calling thread, polled by workers without the lock. */
+static inline int de__cancelled(de_ctx *ctx)
+{
+	return __atomic_load_n(&ctx->cancel, __ATOMIC_RELAXED);
+}
+int de__ctx_start(de_ctx *ctx);
+
+/* walk.c */
+struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
+			      const char *name, size_t len, uint64_t ino);
+void de__node_free(de_ctx *ctx, struct de__node *n);
+int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd);
+void de__node_unpin(de_ctx *ctx, struct de__node *n);
+int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+void de__prepare_serial(de_ctx *ctx, struct de__node *n);
+void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
+void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
+void de__schedule(de_ctx *ctx, struct de__node *n);
+void de__pump(de_ctx *ctx);
+void de__task(struct de__work *w, void *buf);
+void de__p2task(struct de__work *w, void *buf);
+void de__signal(de_ctx *ctx);
+int de__add_ent(struct de__node *n, const char *name, size_t len,
+		uint64_t ino, enum de_type type);
+
+/* order.c */
+void de__sort_canonical(de_ctx *ctx, struct de__node *n);
+int de__want_inode_sort(de_ctx *ctx, long fstype);
+unsigned de__threads_for(de_ctx *ctx, long fstype);
+uint32_t *de__inode_order(struct de__node *n, size_t *count);
+
+#define de__ent_name(n, e) ((n)->arena + (e)->name)
+
+#endif /* DE_INTERNAL_H */

@@ -1,0 +1,94 @@
+/* immutable: an immutable file (chattr +i) fails with EPERM, its
+ * directories are kept, the rest is removed.  Uses the temp dir when its
+ * file system supports the flag, else (as root) a loop-mounted ext4; exit
+ * 77 when neither works. */
+#include "tutil.h"
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+
+static int set_immutable(int dfd, const char *name, int on)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW), fl, rc = -1;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0) {
+		fl = on ? fl | FS_IMMUTABLE_FL : fl & ~FS_IMMUTABLE_FL;
+		rc = ioctl(fd, FS_IOC_SETFLAGS, &fl);
+	}
+	close(fd);
+	return rc;
+}
+
+int main(void)
+{
+	struct t_reps rs = { 0 };
+	struct de_summary sum;
+	struct t_rep *r;
+	char cmd[6 * sizeof(t_base) + 200], mnt[sizeof(t_base) + 8];
+	int ret = T_FAIL, dfd, wd = -1, t = -1, s = -1, rc, mounted = 0;
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	CHECK(t_file(dfd, "probe") == 0);
+	if (set_immutable(dfd, "probe", 1) == 0) {
+		set_immutable(dfd, "probe", 0);
+		wd = dup(dfd);
+	} else {
+		if (geteuid() != 0) {
+			ret = T_SKIP;
+			goto out;
+		}
+		snprintf(mnt, sizeof(mnt), "%s/mnt", t_base);
+		snprintf(cmd, sizeof(cmd), "truncate -s 64M %s/img && "
+			 "mkfs.ext4 -q %s/img && mkdir %s && "
+			 "mount -o loop %s/img %s", t_base, t_base, mnt,
+			 t_base, mnt);
+		if (system(cmd) != 0) {
+			ret = T_SKIP;
+			goto out;
+		}
+		mounted = 1;
+		wd = open(mnt, O_RDONLY | O_DIRECTORY);
+	}
+	CHECK(wd >= 0);
+	t = t_dir(wd, "tree");
+	CHECK(t >= 0);
+	CHECK(t_mixed(t, "other", 2, 3) == 0);
+	s = t_dir(t, "sub");
+	CHECK(s >= 0);
+	CHECK(t_file(s, "imm") == 0 && t_file(s, "a") == 0);
+	if (set_immutable(s, "imm", 1)) {
+		ret = T_SKIP;
+		goto out;
+	}
+	rc = t_remove(wd, "tree", 2, 0, -1, &rs, &sum);
+	set_immutable(s, "imm", 0);
+	CHECK(rc == -EIO);
+	r = t_find(&rs, "tree/sub/imm");
+	CHECK(r && r->result == DE_R_FAILED && r->op == DE_OP_UNLINK &&
+	      r->err == EPERM);
+	r = t_find(&rs, "tree/sub");
+	CHECK(r && r->result == DE_R_NOT_EMPTY);
+	CHECK(sum.failed == 1 && sum.not_empty == 2);
+	CHECK(!t_exists(wd, "tree/other") && !t_exists(wd, "tree/sub/a"));
+	CHECK(t_exists(wd, "tree/sub/imm"));
+	ret = T_PASS;
+out:
+	t_reps_free(&rs);
+	if (s >= 0) {
+		set_immutable(s, "imm", 0);
+		close(s);
+	}
+	if (t >= 0)
+		close(t);
+	if (wd >= 0)
+		close(wd);
+	if (mounted && umount2(mnt, MNT_DETACH))
+		fprintf(stderr, "umount %s failed\n", mnt);
+	close(dfd);
+	t_cleanup();
+	return ret;
+}

@@ -1,0 +1,49 @@
+/* wide: 100 directories x 200 files, each with a nested subdirectory, all
+ * removed by 2 threads; counts are exact. */
+#include "tutil.h"
+
+int main(void)
+{
+	struct de_summary sum;
+	int ret = T_FAIL, dfd, top = -1, i, j, rc;
+	char name[64];
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	top = t_dir(dfd, "wide");
+	CHECK(top >= 0);
+	for (i = 0; i < 100; i++) {
+		int d, s;
+
+		snprintf(name, sizeof(name), "d%03d", i);
+		d = t_dir(top, name);
+		CHECK(d >= 0);
+		for (j = 0; j < 200; j++) {
+			snprintf(name, sizeof(name), "f%03d", j);
+			if (t_file(d, name)) {
+				close(d);
+				goto out;
+			}
+		}
+		s = t_dir(d, "nested");
+		close(d);
+		CHECK(s >= 0);
+		rc = t_file(s, "x");
+		close(s);
+		CHECK(rc == 0);
+	}
+	rc = t_remove(dfd, "wide", 2, 0, -1, NULL, &sum);
+	CHECK(rc == 0);
+	CHECK(!t_exists(dfd, "wide"));
+	CHECK(sum.removed[DE_T_FILE] == 100 * 201);
+	CHECK(sum.removed[DE_T_DIR] == 1 + 100 * 2);
+	CHECK(sum.failed == 0 && sum.not_empty == 0);
+	ret = T_PASS;
+out:
+	if (top >= 0)
+		close(top);
+	close(dfd);
+	t_cleanup();
+	return ret;
+}

@@ -1,0 +1,781 @@
+/*
+ * walk.c - directories in progress: open, scan, unlink, rmdir.
+ *
+ * One node per directory in progress (not per file).  A node holds a
+ * reference for itself and one per child directory or unlink chunk still
+ * running; whoever drops the last reference removes the directory from its
+ * parent and drops the parent's reference (the last child removes the
+ * parent), iteratively, so a 10,000-level chain unwinds without recursion.
+ *
+ * File descriptors: a node's fd is held only while someone pins it.  When
+ * more than ctx->fd_budget fds are held, an unpinned fd is closed, unless
+ * children still have to open themselves from it.  A closed fd is reopened
+ * either as ".." of a pinned child (one openat, checked against the node's
+ * dev/ino) or by walking down from the nearest held ancestor with the same
+ * check at every step, like fts.  The root (the caller's dirfd) is never
+ * closed.
+ *
+ * Tree lock (ctx->mu) protects node fd/pins/unopened/refs/kept/state, the
+ * live list, the deferred stack, the event queue and ctx counters.  Fields
+ * written once by the scanning thread before the node's state is published
+ * under the lock (listing, dev, ino) are read without it afterwards.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FS_OVERLAY	0x794c7630L
+
+static void lock(de_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->mu);
+}
+
+static void unlock(de_ctx *ctx)
+{
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+/* Wake the calling thread if it sleeps.  Tree lock held. */
+void de__signal(de_ctx *ctx)
+{
+	if (ctx->waiting)
+		pthread_cond_signal(&ctx->cv);
+}
+
+/* Queue an event for the unordered emitter.  Tree lock held. */
+static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
+{
+	struct de__ev *ev = kind == DE__EV_FILES ? &n->ev_files : &n->ev_self;
+
+	ev->next = NULL;
+	ev->node = n;
+	ev->kind = kind;
+	if (ctx->ev_tail)
+		ctx->ev_tail->next = ev;
+	else
+		ctx->ev_head = ev;
+	ctx->ev_tail = ev;
+	de__signal(ctx);
+}
+
+/* A new node for directory name in parent.  Returns NULL on ENOMEM. */
+struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
+			      const char *name, size_t len, uint64_t ino)
+{
+	struct de__node *n = calloc(1, sizeof(*n) + len + 1);
+
+	if (!n)
+		return NULL;
+	memcpy(n->name, name, len);
+	n->namelen = len;
+	n->ctx = ctx;
+	n->parent = parent;
+	n->fd = -1;
+	n->refs = 1;
+	n->state = NS_NEW;
+	n->ino = (ino_t)ino;
+	if (parent) {
+		n->dev = parent->dev;
+		n->fstype = parent->fstype;
+	}
+	lock(ctx);
+	n->lnext = ctx->live;
+	if (ctx->live)
+		ctx->live->lprev = n;
+	ctx->live = n;
+	ctx->prog.dirs_pending++;
+	unlock(ctx);
+	return n;
+}
+
+/* Unlink n from the live list and free it.  No worker may still use n. */
+void de__node_free(de_ctx *ctx, struct de__node *n)
+{
+	int fd = -1;
+
+	lock(ctx);
+	if (n->lprev)
+		n->lprev->lnext = n->lnext;
+	else
+		ctx->live = n->lnext;
+	if (n->lnext)
+		n->lnext->lprev = n->lprev;
+	if (n->inwin)
+		ctx->win_live--;
+	ctx->prog.dirs_pending--;
+	if (n->fd >= 0 && n->parent) {
+		fd = n->fd;
+		ctx->nfds--;
+	}
+	unlock(ctx);
+	if (fd >= 0)
+		close(fd);
+	free(n->ents);
+	free(n->arena);
+	free(n);
+}
+
+/* Append one listing entry.  Returns 0 or -ENOMEM. */
+int de__add_ent(struct de__node *n, const char *name, size_t len,
+		uint64_t ino, enum de_type type)
+{
+	struct de__ent *e;
+
+	if (n->nents == n->cap) {
+		size_t cap = n->cap ? n->cap * 2 : 64;
+		void *p = realloc(n->ents, cap * sizeof(*n->ents));
+
+		if (!p)
+			return -ENOMEM;
+		n->ents = p;
+		n->cap = cap;
+	}
+	if (n->alen + len + 1 > n->acap || n->alen + len + 1 > UINT32_MAX) {
+		size_t cap = n->acap ? n->acap * 2 : 4096;
+		void *p;
+
+		while (cap < n->alen + len + 1)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -ENOMEM;
+		p = realloc(n->arena, cap);
+		if (!p)
+			return -ENOMEM;
+		n->arena = p;
+		n->acap = cap;
+	}
+	e = &n->ents[n->nents++];
+	memset(e, 0, sizeof(*e));
+	e->name = (uint32_t)n->alen;
+	e->len = (uint16_t)len;
+	e->type = (uint8_t)type;
+	e->ino = ino;
+	memcpy(n->arena + n->alen, name, len);
+	n->arena[n->alen + len] = 0;
+	n->alen += len + 1;
+	return 0;
+}
+
+static int verify_fd(int fd, const struct de__node *n)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	if (sb.st_dev != n->dev || sb.st_ino != n->ino)
+		return -ESTALE;
+	return 0;
+}
+
+/*
+ * Pin n's fd, reopening it if it was closed.  childfd, when >= 0, is an
+ * open fd of a child of n, whose ".." is tried first.  Returns the fd
+ * (valid until de__node_unpin) or a negative errno.
+ */
+int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
+{
+	int fd = -1, extra = -1, rc;
+
+	lock(ctx);
+	if (n->fd >= 0) {
+		n->pins++;
+		fd = n->fd;
+		unlock(ctx);
+		return fd;
+	}
+	unlock(ctx);
+	if (childfd >= 0) {
+		fd = openat(childfd, "..", O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && verify_fd(fd, n)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		int pfd;
+
+		if (!n->parent)
+			return -EBADF;
+		pfd = de__node_pin(ctx, n->parent, -1);
+		if (pfd < 0)
+			return pfd;
+		fd = openat(pfd, n->name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		rc = fd < 0 ? -errno : 0;
+		de__node_unpin(ctx, n->parent);
+		if (rc)
+			return rc;
+		rc = verify_fd(fd, n);
+		if (rc) {
+			close(fd);
+			return rc;
+		}
+	}
+	lock(ctx);
+	if (n->fd >= 0) {
+		extra = fd;
+		fd = n->fd;
+	} else {
+		n->fd = fd;
+		ctx->nfds++;
+	}
+	n->pins++;
+	unlock(ctx);
+	if (extra >= 0)
+		close(extra);
+	return fd;
+}
+
+/* Drop a pin; close the fd when n is dead or fds are over budget. */
+void de__node_unpin(de_ctx *ctx, struct de__node *n)
+{
+	int fd = -1;
+
+	lock(ctx);
+	if (--n->pins == 0 && n->fd >= 0 && n->parent &&
+	    (n->refs == 0 ||
+	     (ctx->nfds > ctx->fd_budget &&
+	      (n->unopened == 0 || ctx->nfds > 2 * ctx->fd_budget)))) {
+		fd = n->fd;
+		n->fd = -1;
+		ctx->nfds--;
+	}
+	unlock(ctx);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void skip(struct de__node *n, int res, int op, int err)
+{
+	n->skip_scan = 1;
+	n->res = (uint8_t)res;
+	n->op = (uint8_t)op;
+	n->err = err;
+}
+
+static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
+		  enum de_type t)
+{
+	return de__add_ent(arg, name, len, ino, t);
+}
+
+/* chmod u+rwx name in dfd without following a symlink.  0 or -errno. */
+static int make_rwx(de_ctx *ctx, int dfd, const char *name, mode_t mode)
+{
+	int e = de__fault(ctx, DE_OP_CHMOD, name);
+
+	if (e)
+		return -e;
+	if (fchmodat(dfd, name, (mode | S_IRWXU) & 07777,
+		     AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Open, check and read directory n (never the root).  Afterwards either
+ * n->skip_scan is set (res/op/err say why it is not entered) or n's listing
+ * is complete, typed, and sorted canonically when ordered.  Returns 1 when
+ * n is left pinned (only with keep_pin), else 0.  Sets NS_SCANNED.
+ */
+int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
+{
+	struct de__node *p = n->parent;
+	unsigned flags = ctx->cfg.flags;
+	int dry = !!(flags & DE_F_DRY_RUN);
+	struct de__st st;
+	int pfd, fd, rc, pinned = 0;
+	size_t i;
+
+	if (de__cancelled(ctx)) {
+		skip(n, DE_R_SKIPPED, 0, 0);
+		lock(ctx);
+		p->unopened--;
+		unlock(ctx);
+		goto out;
+	}
+	pfd = de__node_pin(ctx, p, -1);
+	if (pfd < 0) {
+		lock(ctx);
+		p->unopened--;
+		unlock(ctx);
+		skip(n, DE_R_FAILED, DE_OP_OPEN, -pfd);
+		goto out;
+	}
+	fd = de__open_dir(ctx, pfd, n->name);
+	if (fd == -EACCES && (flags & DE_F_MAKE_WRITABLE) && !dry &&
+	    de__lstatat(ctx, pfd, n->name, &st) == 0 && S_ISDIR(st.mode) &&
+	    st.uid == geteuid() && make_rwx(ctx, pfd, n->name, st.mode) == 0)
+		fd = de__open_dir(ctx, pfd, n->name);
+	lock(ctx);
+	p->unopened--;
+	if (fd >= 0) {
+		n->fd = fd;
+		n->pins = 1;
+		ctx->nfds++;
+	}
+	unlock(ctx);
+	de__node_unpin(ctx, p);
+	if (fd < 0) {
+		if (fd == -ENOENT)
+			skip(n, DE_R_VANISHED, 0, 0);
+		else
+			skip(n, DE_R_FAILED, DE_OP_OPEN, -fd);
+		goto out;
+	}
+	pinned = 1;
+	rc = de__fstat(ctx, fd, n->name, &st);
+	if (rc) {
+		skip(n, DE_R_FAILED, DE_OP_STAT, -rc);
+		goto out;
+	}
+	n->mode = st.mode;
+	if ((flags & DE_F_ONE_FILE_SYSTEM) && st.dev != ctx->start_dev) {
+		skip(n, DE_R_OTHER_FS, 0, 0);
+		goto out;
+	}
+	if (st.mount_root == 1 || st.dev != p->dev) {
+		skip(n, DE_R_MOUNT, 0, 0);
+		goto out;
+	}
+	/*
+	 * The directory we opened must be the one we listed.  d_ino differs
+	 * from st_ino on overlayfs without xino, so do not check there.
+	 */
+	if (n->ino && st.ino != n->ino && n->fstype != FS_OVERLAY) {
+		skip(n, DE_R_FAILED, DE_OP_OPEN, ESTALE);
+		goto out;
+	}
+	n->dev = st.dev;
+	n->ino = st.ino;
+	if ((flags & DE_F_MAKE_WRITABLE) && !dry && st.uid == geteuid() &&
+	    (st.mode & S_IRWXU) != S_IRWXU) {
+		int e = de__fault(ctx, DE_OP_CHMOD, n->name);
+
+		if (!e)
+			(void)fchmod(fd, (st.mode | S_IRWXU) & 07777);
+	}
+	rc = de__read_dir(ctx, fd, n->name, buf, add_cb, n);
+	if (rc) {
+		n->nents = 0;
+		skip(n, DE_R_FAILED, DE_OP_READ, -rc);
+		goto out;
+	}
+	for (i = 0; i < n->nents; i++) {
+		struct de__ent *e = &n->ents[i];
+
+		if (e->type != DE_T_UNKNOWN)
+			continue;
+		if (de__lstatat(ctx, fd, de__ent_name(n, e), &st) == 0) {
+			e->type = (uint8_t)de__mode_type(st.mode);
+			e->mode = st.mode;
+		}
+	}
+	if (ctx->ordered)
+		de__sort_canonical(ctx, n);
+out:
+	if (pinned && !keep_pin) {
+		de__node_unpin(ctx, n);
+		pinned = 0;
+	}
+	lock(ctx);
+	n->state = NS_SCANNED;
+	if (ctx->serial)
+		ctx->scans_inflight--;
+	de__signal(ctx);
+	unlock(ctx);
+	return pinned;
+}
+
+/* Unlink the listed entries idx[0..k) of n through fd. */
+static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
+			 const uint32_t *idx, size_t k)
+{
+	int kept = 0;
+	size_t i;
+
+	for (i = 0; i < k; i++) {
+		struct de__ent *e = &n->ents[idx[i]];
+		int rc;
+
+		if (de__cancelled(ctx)) {
+			e->res = DE_R_SKIPPED;
+			kept = 1;
+			continue;
+		}
+		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
+		if (rc == 0) {
+			e->res = DE_R_REMOVED;
+		} else if (rc == -ENOENT) {
+			e->res = DE_R_VANISHED;
+		} else {
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_UNLINK;
+			e->err = -rc;
+			kept = 1;
+		}
+		e->done = 1;
+	}
+	if (kept) {
+		lock(ctx);
+		n->kept = 1;
+		unlock(ctx);
+	}
+}
+
+/* One unlink chunk is done; the last one publishes NS_FILES. */
+static void files_done(de_ctx *ctx, struct de__node *n, uint32_t *idx)
+{
+	int last;
+
+	lock(ctx);
+	last = --n->chunks == 0;
+	if (last) {
+		n->state = NS_FILES;
+		if (!ctx->ordered && n->nents)
+			ev_push(ctx, n, DE__EV_FILES);
+		de__signal(ctx);
+	}
+	unlock(ctx);
+	if (last)
+		free(idx);
+}
+
+static void chunk_task(struct de__work *w, void *buf)
+{
+	struct de__chunk *c = (void *)((char *)w - offsetof(struct de__chunk,
+							    work));
+	struct de__node *n = c->node;
+	de_ctx *ctx = n->ctx;
+	int fd;
+
+	(void)buf;
+	/* The submitter pinned n for us, so its fd is open. */
+	lock(ctx);
+	fd = n->fd;
+	unlock(ctx);
+	unlink_range(ctx, n, fd, c->idx + c->start, c->n);
+	files_done(ctx, n, c->idx);
+	free(c);
+	de__node_release(ctx, n, 1);
+}
+
+/* Queue or defer the scan of child c.  Tree lock not held. */
+void de__schedule(de_ctx *ctx, struct de__node *c)
+{
+	lock(ctx);
+	if (ctx->ordered && ctx->win_live >= ctx->win_max) {
+		c->deferred = 1;
+		c->dprev = NULL;
+		c->dnext = ctx->deferred;
+		if (ctx->deferred)
+			ctx->deferred->dprev = c;
+		ctx->deferred = c;
+		unlock(ctx);
+		return;
+	}
+	c->state = NS_QUEUED;
+	if (ctx->ordered) {
+		c->inwin = 1;
+		ctx->win_live++;
+	}
+	if (ctx->serial)
+		ctx->scans_inflight++;
+	c->work.fn = de__task;
+	unlock(ctx);
+	de__pool_submit(&ctx->pool, &c->work, 1);
+}
+
+/* Submit deferred scans while the window has room. */
+void de__pump(de_ctx *ctx)
+{
+	struct de__node *c;
+
+	lock(ctx);
+	while ((c = ctx->deferred) && ctx->win_live < ctx->win_max &&
+	       !de__cancelled(ctx)) {
+		ctx->deferred = c->dnext;
+		if (c->dnext)
+			c->dnext->dprev = NULL;
+		c->deferred = 0;
+		c->state = NS_QUEUED;
+		c->inwin = 1;
+		ctx->win_live++;
+		if (ctx->serial)
+			ctx->scans_inflight++;
+		c->work.fn = de__task;
+		unlock(ctx);
+		de__pool_submit(&ctx->pool, &c->work, 0);
+		lock(ctx);
+	}
+	unlock(ctx);
+}
+
+/* Create child nodes for n's directories to delete; returns how many. */
+static void make_children(de_ctx *ctx, struct de__node *n)
+{
+	size_t i;
+	int kept = 0, nkids = 0;
+
+	for (i = 0; i < n->nents; i++) {
+		struct de__ent *e = &n->ents[i];
+		struct de__node *c;
+
+		if (e->action == DE_A_KEEP) {
+			e->res = DE_R_KEPT;
+			e->done = 1;
+			kept = 1;
+			continue;
+		}
+		if (e->action == DE_A_DONE) {
+			e->res = DE_R_DONE;
+			e->done = 1;
+			continue;
+		}
+		if (e->type != DE_T_DIR || e->done)
+			continue;
+		c = de__node_new(ctx, n, de__ent_name(n, e), e->len, e->ino);
+		if (!c) {
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_OPEN;
+			e->err = ENOMEM;
+			e->done = 1;
+			kept = 1;
+			continue;
+		}
+		e->child = c;
+		nkids++;
+	}
+	lock(ctx);
+	n->refs += nkids;
+	n->unopened += nkids;
+	n->kept |= kept;
+	unlock(ctx);
+}
+
+/* Schedule n's children, last first so the first lands on top. */
+static void schedule_children(de_ctx *ctx, struct de__node *n)
+{
+	size_t i;
+
+	for (i = n->nents; i-- > 0;)
+		if (n->ents[i].child)
+			de__schedule(ctx, n->ents[i].child);
+}
+
+/*
+ * Serial modes: create and schedule n's children for prefetching; the
+ * emitter removes entries itself.
+ */
+void de__prepare_serial(de_ctx *ctx, struct de__node *n)
+{
+	make_children(ctx, n);
+	schedule_children(ctx, n);
+}
+
+/*
+ * Phase 2 of a scanned node, on a worker (or inline): create and schedule
+ * the children, unlink the non-directories (split across workers when the
+ * directory is huge), then drop n's own reference.  pinned: n is pinned.
+ */
+void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
+{
+	uint32_t *idx = NULL;
+	size_t k = 0;
+	int fd = -1;
+	/* Read once: children made must also be scheduled. */
+	int stop = n->skip_scan || de__cancelled(ctx);
+
+	if (!stop) {
+		fd = pinned ? n->fd : de__node_pin(ctx, n, -1);
+		if (!pinned && fd >= 0)
+			pinned = 1;
+		make_children(ctx, n);
+	}
+	lock(ctx);
+	n->p2sub = 1;
+	n->state = NS_P2;
+	n->chunks = 1;
+	de__signal(ctx);
+	unlock(ctx);
+	if (stop) {
+		files_done(ctx, n, NULL);
+		de__node_release(ctx, n, pinned);
+		return;
+	}
+	schedule_children(ctx, n);
+	idx = de__inode_order(n, &k);
+	if (!idx || fd < 0) {
+		size_t i;
+		int err = fd < 0 ? -fd : ENOMEM;
+
+		for (i = 0; i < n->nents; i++) {
+			struct de__ent *e = &n->ents[i];
+
+			if (e->type == DE_T_DIR || e->done ||
+			    e->action != DE_A_DELETE)
+				continue;
+			e->res = DE_R_FAILED;
+			e->op = fd < 0 ? DE_OP_OPEN : DE_OP_UNLINK;
+			e->err = err;
+			e->done = 1;
+		}
+		lock(ctx);
+		n->kept = 1;
+		unlock(ctx);
+		files_done(ctx, n, idx);
+		de__node_release(ctx, n, pinned);
+		return;
+	}
+	/*
+	 * Splitting: a directory with at least split_min files to unlink is
+	 * cut into one chunk per worker.  See README "Heuristics".
+	 */
+	if (k >= (size_t)ctx->split_min && ctx->nthreads > 1 &&
+	    !(ctx->cfg.flags & DE_F_NO_SPLIT)) {
+		unsigned nch = ctx->nthreads, i;
+		size_t per = k / nch, start = per;
+
+		lock(ctx);
+		n->chunks += nch - 1;
+		n->refs += nch - 1;
+		n->pins += nch - 1;
+		unlock(ctx);
+		for (i = 1; i < nch; i++) {
+			struct de__chunk *c = malloc(sizeof(*c));
+			size_t cnt = i == nch - 1 ? k - start : per;
+
+			if (!c) {
+				/* Do it ourselves. */
+				unlink_range(ctx, n, fd, idx + start, cnt);
+				lock(ctx);
+				n->chunks--;
+				n->refs--;
+				n->pins--;
+				unlock(ctx);
+			} else {
+				c->node = n;
+				c->idx = idx;
+				c->start = start;
+				c->n = cnt;
+				c->work.fn = chunk_task;
+				de__pool_submit(&ctx->pool, &c->work, 1);
+			}
+			start += cnt;
+		}
+		k = per;
+	}
+	unlink_range(ctx, n, fd, idx, k);
+	files_done(ctx, n, idx);
+	de__node_release(ctx, n, pinned);
+}
+
+/*
+ * Drop one reference of n (pinned: the caller holds a pin on n, which is
+ * handed over).  The last reference removes n from its parent, publishes
+ * NS_FINAL and continues with the parent.
+ */
+void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
+{
+	for (;;) {
+		struct de__node *p = n->parent;
+		int last, ppinned = 0, res, op = 0, err = 0;
+
+		lock(ctx);
+		last = --n->refs == 0;
+		unlock(ctx);
+		if (!last) {
+			if (pinned)
+				de__node_unpin(ctx, n);
+			return;
+		}
+		if (!p) {
+			lock(ctx);
+			n->state = NS_FINAL;
+			de__signal(ctx);
+			unlock(ctx);
+			return;
+		}
+		if (n->skip_scan) {
+			res = n->res;
+			op = n->op;
+			err = n->err;
+		} else if (de__cancelled(ctx)) {
+			res = DE_R_SKIPPED;
+		} else if (n->kept) {
+			res = DE_R_NOT_EMPTY;
+		} else {
+			int pfd = de__node_pin(ctx, p, pinned ? n->fd : -1);
+			int rc;
+
+			if (pfd < 0) {
+				rc = pfd;
+			} else {
+				ppinned = 1;
+				rc = de__unlinkat(ctx, pfd, n->name,
+						  AT_REMOVEDIR);
+			}
+			if (rc == 0) {
+				res = DE_R_REMOVED;
+			} else if (rc == -ENOENT && pfd >= 0) {
+				res = DE_R_VANISHED;
+			} else {
+				res = DE_R_FAILED;
+				op = DE_OP_RMDIR;
+				err = -rc;
+			}
+		}
+		if (pinned)
+			de__node_unpin(ctx, n);
+		lock(ctx);
+		n->res = (uint8_t)res;
+		n->op = (uint8_t)op;
+		n->err = err;
+		n->state = NS_FINAL;
+		if (res != DE_R_REMOVED && res != DE_R_VANISHED)
+			p->kept = 1;
+		if (!ctx->ordered)
+			ev_push(ctx, n, DE__EV_SELF);
+		de__signal(ctx);
+		unlock(ctx);
+		/* n may be freed by the emitter from here on. */
+		n = p;
+		pinned = ppinned;
+	}
+}
+
+/* The work function of a directory: scan, then (worker mode) phase 2. */
+void de__task(struct de__work *w, void *buf)
+{
+	struct de__node *n = (void *)((char *)w -
+				      offsetof(struct de__node, work));
+	de_ctx *ctx = n->ctx;
+	int pinned;
+
+	lock(ctx);
+	n->state = NS_RUNNING;
+	unlock(ctx);
+	if (ctx->serial || ctx->hookmode) {
+		de__scan(ctx, n, buf, 0);
+		return;
+	}
+	pinned = de__scan(ctx, n, buf, 1);
+	de__phase2(ctx, n, pinned);
+}
+
+/* Phase 2 as a work item (hook mode, after enter_dir decided). */
+void de__p2task(struct de__work *w, void *buf)
+{
+	struct de__node *n = (void *)((char *)w -
+				      offsetof(struct de__node, work));
+
+	(void)buf;
+	de__phase2(n->ctx, n, 0);
+}
