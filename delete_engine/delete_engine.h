@@ -48,9 +48,10 @@ enum de_type {
 #define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */
 #define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
 #define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
+#define DE_F_SPLIT		0x0100u	/* always split huge dirs (measuring) */
 
 struct de_config {
-	unsigned threads;	/* 0: online CPUs, adapted per filesystem */
+	unsigned threads;	/* 0: online CPUs (sysconf) */
 	unsigned flags;		/* DE_F_* */
 	long long max_delete;	/* < 0: unlimited */
 	unsigned progress_ms;	/* 0: 1000 */
@@ -173,10 +174,12 @@ void de_ctx_free(de_ctx *ctx);
  * Remove the n targets directly inside dirfd, each recursively (a
  * directory's contents first, the directory itself last).  dirfd itself is
  * never removed, and stays owned by the caller.  hooks and sum may be NULL.
- * Returns 0 when everything was removed; -EIO when some entry failed or was
- * kept (details went to the report hook and sum); -EDQUOT when max_delete
- * stopped it; -ECANCELED when a hook cancelled; other negative errno on a
- * setup failure (-ENOMEM, -EAGAIN, -ECHILD when used after fork()).
+ * Returns 0 when nothing failed (entries kept on purpose, by the hook or as
+ * mount points, are not failures); -EIO when some entry failed (details
+ * went to the report hook and sum); -EDQUOT when max_delete left entries
+ * in place; -ECANCELED when a hook cancelled; another negative errno on a
+ * setup failure (-EINVAL, -ENOMEM, -EAGAIN, -ENOTDIR for dirfd, -ECHILD
+ * when used in a child after fork()).  Reports already delivered stand.
  */
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks, struct de_summary *sum);

@@ -33,6 +33,11 @@ static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 	const struct de__node *m;
 	size_t len = 0, pos;
 
+	/* The walk reports a directory's entries one after another. */
+	if (ctx->pbuf_node == n && ctx->pbuf_dlen + extra + 2 <= ctx->pcap) {
+		ctx->pbuf[ctx->pbuf_dlen] = 0;
+		return (long)ctx->pbuf_dlen;
+	}
 	for (m = n; m && m->parent; m = m->parent)
 		len += m->namelen + 1;
 	if (len)
@@ -54,6 +59,8 @@ static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 		if (pos)
 			ctx->pbuf[--pos] = '/';
 	}
+	ctx->pbuf_node = n;
+	ctx->pbuf_dlen = len;
 	return (long)len;
 }
 
@@ -409,6 +416,7 @@ static void walk(de_ctx *ctx, struct de__node *n)
 				wait_state(ctx, c, NS_FINAL);
 			report_self(ctx, c);
 			e->child = NULL;
+			ctx->pbuf_node = NULL;
 			de__node_free(ctx, c);
 			de__pump(ctx);
 		} else {
@@ -450,9 +458,20 @@ static void drain_events(de_ctx *ctx)
 					    c->ents[i].done)
 						report_ent(ctx, c, dlen,
 							   &c->ents[i]);
+				/*
+				 * No worker reads the listing after
+				 * NS_FILES: free it now, so only
+				 * directories being worked on hold one.
+				 */
+				free(c->ents);
+				free(c->arena);
+				c->ents = NULL;
+				c->arena = NULL;
+				c->nents = 0;
 			}
 			if (mask & DE__EV_SELF) {
 				report_self(ctx, c);
+				ctx->pbuf_node = NULL;
 				de__node_free(ctx, c);
 			}
 			maybe_progress(ctx, 0);
@@ -585,6 +604,7 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	memset(&ctx->sum, 0, sizeof(ctx->sum));
 	memset(&ctx->prog, 0, sizeof(ctx->prog));
 	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
+	ctx->pbuf_node = NULL;
 }
 
 /* See delete_engine.h. */
@@ -627,6 +647,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		if (t > ctx->pool.nthreads)
 			t = ctx->pool.nthreads;
 		de__pool_limit(&ctx->pool, t);
+		ctx->run_threads = t;
 		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
 	}
 	rc = add_targets(ctx, dirfd, targets, n);

@@ -145,7 +145,8 @@ struct de_ctx {
 	struct de__pool pool;
 	int pool_ready;
 	pid_t pid;
-	unsigned nthreads;
+	unsigned nthreads;		/* pool size */
+	unsigned run_threads;		/* workers allowed in this run */
 	void *caller_buf;
 	int fd_budget;
 
@@ -175,8 +176,10 @@ struct de_ctx {
 	struct de_progress prog;
 	uint64_t t0_ms;
 	uint64_t last_prog_ms;
-	char *pbuf;
+	char *pbuf;			/* report paths (calling thread) */
 	size_t pcap;
+	const struct de__node *pbuf_node;	/* pbuf holds its path... */
+	size_t pbuf_dlen;			/* ...of this length */
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
@@ -216,6 +219,7 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
+int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 

@@ -108,6 +108,26 @@ uint32_t *de__inode_order(struct de__node *n, size_t *count)
 }
 
 /*
+ * Whether to split one huge directory's unlinks across workers.
+ *
+ * Measured (README "Heuristics", 200k empty files in one directory, 2
+ * CPUs, cold cache, de-rm -j2 with and without splitting): tmpfs 0.48 s
+ * split vs 0.58 s not; ext4 1.60 s vs 1.47 s; xfs 6.03 s vs 2.76 s.  All
+ * unlinks in one directory serialize on the directory's i_rwsem, and on xfs
+ * also on the AGI buffer of the one allocation group holding the inodes,
+ * so a second worker only adds lock hand-offs; on tmpfs freeing the inode
+ * after the name is gone is a large enough share of the work to overlap.
+ */
+int de__want_split(de_ctx *ctx, long fstype)
+{
+	if (ctx->cfg.flags & DE_F_NO_SPLIT)
+		return 0;
+	if (ctx->cfg.flags & DE_F_SPLIT)
+		return 1;
+	return fstype == FS_TMPFS || fstype == FS_RAMFS;
+}
+
+/*
  * Worker threads for a run whose start directory is on fstype, when the
  * caller did not set threads.  See README "Heuristics" for the numbers.
  */

@@ -233,12 +233,14 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 	return fd;
 }
 
-/* Drop a pin; close the fd when n is dead or fds are over budget. */
-void de__node_unpin(de_ctx *ctx, struct de__node *n)
+/*
+ * Drop a pin with the tree lock held.  Returns an fd the caller must
+ * close after unlocking (n is dead or fds are over budget), or -1.
+ */
+static int unpin_locked(de_ctx *ctx, struct de__node *n)
 {
 	int fd = -1;
 
-	lock(ctx);
 	if (--n->pins == 0 && n->fd >= 0 && n->parent &&
 	    (n->refs == 0 ||
 	     (ctx->nfds > ctx->fd_budget &&
@@ -247,6 +249,16 @@ void de__node_unpin(de_ctx *ctx, struct de__node *n)
 		n->fd = -1;
 		ctx->nfds--;
 	}
+	return fd;
+}
+
+/* Drop a pin; close the fd when n is dead or fds are over budget. */
+void de__node_unpin(de_ctx *ctx, struct de__node *n)
+{
+	int fd;
+
+	lock(ctx);
+	fd = unpin_locked(ctx, n);
 	unlock(ctx);
 	if (fd >= 0)
 		close(fd);
@@ -638,9 +650,9 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	 * Splitting: a directory with at least split_min files to unlink is
 	 * cut into one chunk per worker.  See README "Heuristics".
 	 */
-	if (k >= (size_t)ctx->split_min && ctx->nthreads > 1 &&
-	    !(ctx->cfg.flags & DE_F_NO_SPLIT)) {
-		unsigned nch = ctx->nthreads, i;
+	if (k >= (size_t)ctx->split_min && ctx->run_threads > 1 &&
+	    de__want_split(ctx, n->fstype)) {
+		unsigned nch = ctx->run_threads, i;
 		size_t per = k / nch, start = per;
 
 		lock(ctx);
@@ -688,12 +700,21 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		struct de__node *p = n->parent;
 		int last, ppinned = 0, res, op = 0, err = 0;
 
+		int cfd = -1;
+
+		/*
+		 * Unpin in the same critical section: once the lock is
+		 * dropped, the last holder may finish n and the calling
+		 * thread free it.
+		 */
 		lock(ctx);
 		last = --n->refs == 0;
+		if (!last && pinned)
+			cfd = unpin_locked(ctx, n);
 		unlock(ctx);
 		if (!last) {
-			if (pinned)
-				de__node_unpin(ctx, n);
+			if (cfd >= 0)
+				close(cfd);
 			return;
 		}
 		if (!p) {

@@ -30,7 +30,7 @@ static int one(int dfd, unsigned flags)
 
 	h.arg = &s;
 	h.progress = prog;
-	CHECK(t_mixed(dfd, "tree", 4, 6) == 0);
+	CHECK(t_mixed(dfd, "tree", 4, 5) == 0);
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
 	CHECK(rc == -ECANCELED || rc == 0);

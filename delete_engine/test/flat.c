@@ -1,32 +1,38 @@
 /* flat: 20,000 files in one directory are all removed, with 2 threads,
- * and the summary counts them per type. */
+ * with and without splitting the directory across workers, and the
+ * summary counts them per type. */
 #include "tutil.h"
 
 int main(void)
 {
 	struct de_summary sum;
-	int ret = T_FAIL, dfd, sub = -1, i, rc;
+	int ret = T_FAIL, dfd, sub = -1, i, rc, pass;
 	char name[64];
 
 	dfd = t_mktemp();
 	if (dfd < 0)
 		return T_FAIL;
-	sub = t_dir(dfd, "flat");
-	CHECK(sub >= 0);
-	for (i = 0; i < 20000; i++) {
-		snprintf(name, sizeof(name), "file-%05d", i);
-		CHECK(t_file(sub, name) == 0);
+	for (pass = 0; pass < 2; pass++) {
+		sub = t_dir(dfd, "flat");
+		CHECK(sub >= 0);
+		for (i = 0; i < 20000; i++) {
+			snprintf(name, sizeof(name), "file-%05d", i);
+			CHECK(t_file(sub, name) == 0);
+		}
+		CHECK(symlinkat("file-00001", sub, "link") == 0);
+		CHECK(mkfifoat(sub, "fifo", 0644) == 0);
+		close(sub);
+		sub = -1;
+		rc = t_remove(dfd, "flat", 2, pass ? DE_F_SPLIT : DE_F_NO_SPLIT,
+			      -1, NULL, &sum);
+		CHECK(rc == 0);
+		CHECK(!t_exists(dfd, "flat"));
+		CHECK(sum.removed[DE_T_FILE] == 20000);
+		CHECK(sum.removed[DE_T_SYMLINK] == 1);
+		CHECK(sum.removed[DE_T_SPECIAL] == 1);
+		CHECK(sum.removed[DE_T_DIR] == 1);
+		CHECK(sum.removed_total == 20003 && sum.failed == 0);
 	}
-	CHECK(symlinkat("file-00001", sub, "link") == 0);
-	CHECK(mkfifoat(sub, "fifo", 0644) == 0);
-	rc = t_remove(dfd, "flat", 2, 0, -1, NULL, &sum);
-	CHECK(rc == 0);
-	CHECK(!t_exists(dfd, "flat"));
-	CHECK(sum.removed[DE_T_FILE] == 20000);
-	CHECK(sum.removed[DE_T_SYMLINK] == 1);
-	CHECK(sum.removed[DE_T_SPECIAL] == 1);
-	CHECK(sum.removed[DE_T_DIR] == 1);
-	CHECK(sum.removed_total == 20003 && sum.failed == 0);
 	ret = T_PASS;
 out:
 	if (sub >= 0)

@@ -36,13 +36,27 @@ int main(void)
 	CHECK(m >= 0 && t_file(m, "keep") == 0);
 	bound = mount(src, bind, NULL, MS_BIND, NULL) == 0;
 	rc = t_remove(dfd, "tree", 2, 0, -1, &rs, &sum);
+#ifdef DE_PORTABLE
+	/*
+	 * Without statx a same-device bind mount looks like a directory
+	 * whose inode changed after listing: refused with ESTALE (and so
+	 * still not entered).
+	 */
+	CHECK(rc == 0 || (bound && rc == -EIO));
+#else
 	CHECK(rc == 0);
+#endif
 	r = t_find(&rs, "tree/mnt");
 	CHECK(r && r->result == DE_R_MOUNT);
 	CHECK(t_exists(m, "keep"));
 	if (bound) {
 		r = t_find(&rs, "tree/bind");
+#ifdef DE_PORTABLE
+		CHECK(r && (r->result == DE_R_MOUNT ||
+			    (r->result == DE_R_FAILED && r->err == ESTALE)));
+#else
 		CHECK(r && r->result == DE_R_MOUNT);
+#endif
 		CHECK(t_count(dfd, "bsrc") == t_count(dfd, "tree/bind"));
 	}
 	r = t_find(&rs, "tree");
