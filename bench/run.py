@@ -169,7 +169,11 @@ def main():
                                 rss[n] = max(rss[n], int(kib[-1]))
                         left = 0
                         if os.path.exists(target):
-                            left = sum(len(f) + len(d) for _, d, f in os.walk(target))
+                            # find, not os.walk: the deep tree is deeper
+                            # than Python's recursion limit.
+                            left = len(subprocess.run(
+                                ['find', target, '-mindepth', '1', '-printf', '.'],
+                                capture_output=True).stdout)
                             subprocess.run(['rm', '-rf', target], check=True)
                         if rc != 0 or left:
                             # A peer that cannot do the job is reported,
