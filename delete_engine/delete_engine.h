@@ -159,6 +159,8 @@ struct de_summary {
 struct de_target {
 	const char *name;	/* one entry directly inside dirfd */
 	enum de_type type;	/* DE_T_UNKNOWN: the engine fstatat()s it */
+	uint64_t ino;		/* d_ino when the caller read it, else 0: lets
+				 * the engine unlink targets in inode order */
 };
 
 /*

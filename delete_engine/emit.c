@@ -555,6 +555,7 @@ static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 		if (rc)
 			return rc;
 		e = &r->ents[r->nents - 1];
+		e->ino = t[i].ino;
 		if (!t[i].name || bad_name(t[i].name)) {
 			e->res = DE_R_FAILED;
 			e->op = DE_OP_OPEN;

@@ -148,6 +148,7 @@ int main(int argc, char **argv)
 		}
 		t.name = base;
 		t.type = DE_T_UNKNOWN;
+		t.ino = 0;
 		o.failed = 0;
 		rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
 		if (rc && rc != -EIO && rc != -EDQUOT) {
