@@ -7,29 +7,6 @@
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-
-/* A tree mixing files, dirs, links and byte-order traps, fanout^depth. */
-static __attribute__((unused)) int t_mixed(int dfd, const char *name,
-					   int depth, int fanout)
-{
-	static const char *files[] = { "1", "a", "b~", "Z", "\xff", "-x",
-				       "\x80y", "a.b" };
-	int fd = t_dir(dfd, name), i, rc = 0;
-	char sub[32];
-
-	if (fd < 0)
-		return -1;
-	for (i = 0; i < 8 && !rc; i++)
-		rc = t_file(fd, files[i]);
-	if (!rc)
-		rc = symlinkat("a", fd, "lnk");
-	for (i = 0; i < fanout && depth > 0 && !rc; i++) {
-		snprintf(sub, sizeof(sub), i % 2 ? "d%d" : "D\xc3%d", i);
-		rc = t_mixed(fd, sub, depth - 1, fanout);
-	}
-	close(fd);
-	return rc;
-}
 #endif
 #include <dirent.h>
 #include <errno.h>
