@@ -7,6 +7,7 @@ only the fork needs: the stock build to compare against, and random trees.
 
 import os
 import random
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -91,3 +92,79 @@ def assert_same_tree(a: Path, b: Path, label: str) -> None:
         only_a = sorted(set(la) - set(lb))[:5]
         only_b = sorted(set(lb) - set(la))[:5]
         test_fail(f'{label}: trees differ; only in {a}: {only_a}; only in {b}: {only_b}')
+
+
+# ---- The --delete-only interop matrix, shared by the remote tests ----------
+
+STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
+
+
+def _seed_remote_dst(dst: Path) -> None:
+    shutil.rmtree(dst, ignore_errors=True)
+    (dst / 'keep' / 'deeper').mkdir(parents=True)
+    (dst / 'gone' / 'a' / 'b').mkdir(parents=True)
+    (dst / 'gone' / 'a' / 'b' / 'f').write_text('f\n')
+    (dst / 'keep' / 'deeper' / 'k').write_text('dest k, different\n')
+    (dst / 'keep' / 'extra').write_text('x\n')
+    (dst / 'same').write_text('dest version\n')
+    (dst / 'top-extra').write_text('t\n')
+    age_tree(dst, 1_500_000_000)
+
+
+def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
+                       rsh: str, owner=None) -> None:
+    """Run --delete-only push and pull against each (name, command) peer.
+
+    host is the remote prefix ('lh:' or '127.0.0.1:'), rsh the remote
+    shell command; owner (uid, gid), if given, owns every tree so that an
+    unprivileged remote login can delete in them.  Each destination must
+    end exactly as a local --delete-only leaves it, kept files untouched,
+    and a stock client sending the equivalent options to an rsync-de
+    server must get the same result."""
+    import shlex
+
+    def chown_all(root):
+        if owner:
+            for dirpath, dirnames, filenames in os.walk(root):
+                for n in dirnames + filenames + ['.']:
+                    os.lchown(os.path.join(dirpath, n), *owner)
+
+    work.mkdir(parents=True, exist_ok=True)
+    chown_all(work)
+    src = work / 'src'
+    (src / 'keep' / 'deeper').mkdir(parents=True, exist_ok=True)
+    (src / 'keep' / 'deeper' / 'k').write_text('source k\n')
+    (src / 'same').write_text('source version\n')
+    (src / 'only-in-src').write_text('new\n')
+    chown_all(src)
+    expected = work / 'expected'
+    _seed_remote_dst(expected)
+    p = run(fork + ['--delete-only', f'{src}/', f'{expected}/'])
+    if p.returncode != 0:
+        test_fail(f'local --delete-only failed: {p.stderr}')
+
+    cases = []
+    for peer, peer_cmd in peers:
+        path = f'--rsync-path={shlex.join(peer_cmd.split())}'
+        cases.append((f'push to {peer}', fork + ['--delete-only', '-e', rsh, path],
+                      'push'))
+        cases.append((f'pull from {peer}', fork + ['--delete-only', '-e', rsh, path],
+                      'pull'))
+    cases.append(('stock client, rsync-de server',
+                  [RSYNC_STOCK, *STOCK_EQUIVALENT, '-e', rsh,
+                   f'--rsync-path={shlex.join(fork)}'], 'push'))
+    for i, (label, argv, direction) in enumerate(cases):
+        dst = work / f'dst{i}'
+        _seed_remote_dst(dst)
+        chown_all(dst)
+        if direction == 'push':
+            argv = argv + [f'{src}/', f'{host}{dst}/']
+        else:
+            argv = argv + [f'{host}{src}/', f'{dst}/']
+        print(label)
+        p = run(argv)
+        if p.returncode != 0:
+            test_fail(f'{label}: exit {p.returncode}: {p.stderr}')
+        assert_same_tree(expected, dst, label)
+        if int(os.stat(dst / 'same').st_mtime) != 1_500_000_000:
+            test_fail(f'{label}: a kept file was touched')
