@@ -99,7 +99,7 @@ def assert_same_tree(a: Path, b: Path, label: str) -> None:
 STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
 
 
-def _seed_remote_dst(dst: Path) -> None:
+def seed_remote_dst(dst: Path) -> None:
     shutil.rmtree(dst, ignore_errors=True)
     (dst / 'keep' / 'deeper').mkdir(parents=True)
     (dst / 'gone' / 'a' / 'b').mkdir(parents=True)
@@ -109,6 +109,40 @@ def _seed_remote_dst(dst: Path) -> None:
     (dst / 'same').write_text('dest version\n')
     (dst / 'top-extra').write_text('t\n')
     age_tree(dst, 1_500_000_000)
+
+
+def chown_tree(root: Path, owner) -> None:
+    """Give root and everything under it to owner (uid, gid), if given."""
+    if owner:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in dirnames + filenames + ['.']:
+                os.lchown(os.path.join(dirpath, n), *owner)
+
+
+def delete_only_fixture(work: Path, fork: list, owner=None):
+    """A source tree and what a local --delete-only leaves of a seeded
+    destination; returns (src, expected).  Destinations for the remote
+    runs are seeded with seed_remote_dst()."""
+    work.mkdir(parents=True, exist_ok=True)
+    chown_tree(work, owner)
+    src = work / 'src'
+    (src / 'keep' / 'deeper').mkdir(parents=True, exist_ok=True)
+    (src / 'keep' / 'deeper' / 'k').write_text('source k\n')
+    (src / 'same').write_text('source version\n')
+    (src / 'only-in-src').write_text('new\n')
+    chown_tree(src, owner)
+    expected = work / 'expected'
+    seed_remote_dst(expected)
+    p = run(fork + ['--delete-only', f'{src}/', f'{expected}/'])
+    if p.returncode != 0:
+        test_fail(f'local --delete-only failed: {p.stderr}')
+    return src, expected
+
+
+def check_delete_only_result(expected: Path, dst: Path, label: str) -> None:
+    assert_same_tree(expected, dst, label)
+    if int(os.stat(dst / 'same').st_mtime) != 1_500_000_000:
+        test_fail(f'{label}: a kept file was touched')
 
 
 def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
@@ -123,26 +157,7 @@ def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
     server must get the same result."""
     import shlex
 
-    def chown_all(root):
-        if owner:
-            for dirpath, dirnames, filenames in os.walk(root):
-                for n in dirnames + filenames + ['.']:
-                    os.lchown(os.path.join(dirpath, n), *owner)
-
-    work.mkdir(parents=True, exist_ok=True)
-    chown_all(work)
-    src = work / 'src'
-    (src / 'keep' / 'deeper').mkdir(parents=True, exist_ok=True)
-    (src / 'keep' / 'deeper' / 'k').write_text('source k\n')
-    (src / 'same').write_text('source version\n')
-    (src / 'only-in-src').write_text('new\n')
-    chown_all(src)
-    expected = work / 'expected'
-    _seed_remote_dst(expected)
-    p = run(fork + ['--delete-only', f'{src}/', f'{expected}/'])
-    if p.returncode != 0:
-        test_fail(f'local --delete-only failed: {p.stderr}')
-
+    src, expected = delete_only_fixture(work, fork, owner)
     cases = []
     for peer, peer_cmd in peers:
         path = f'--rsync-path={shlex.join(peer_cmd.split())}'
@@ -155,8 +170,8 @@ def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
                    f'--rsync-path={shlex.join(fork)}'], 'push'))
     for i, (label, argv, direction) in enumerate(cases):
         dst = work / f'dst{i}'
-        _seed_remote_dst(dst)
-        chown_all(dst)
+        seed_remote_dst(dst)
+        chown_tree(dst, owner)
         if direction == 'push':
             argv = argv + [f'{src}/', f'{host}{dst}/']
         else:
@@ -165,6 +180,4 @@ def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
         p = run(argv)
         if p.returncode != 0:
             test_fail(f'{label}: exit {p.returncode}: {p.stderr}')
-        assert_same_tree(expected, dst, label)
-        if int(os.stat(dst / 'same').st_mtime) != 1_500_000_000:
-            test_fail(f'{label}: a kept file was touched')
+        check_delete_only_result(expected, dst, label)
