@@ -193,18 +193,7 @@ static void need_scanned(de_ctx *ctx, struct de__node *c)
 	pthread_mutex_lock(&ctx->mu);
 	while (c->state < NS_SCANNED) {
 		if (c->deferred) {
-			if (c->dprev)
-				c->dprev->dnext = c->dnext;
-			else
-				ctx->deferred = c->dnext;
-			if (c->dnext)
-				c->dnext->dprev = c->dprev;
-			c->deferred = 0;
-			c->state = NS_QUEUED;
-			c->inwin = 1;
-			ctx->win_live++;
-			if (ctx->serial)
-				ctx->scans_inflight++;
+			de__undefer(ctx, c, 1);
 			pthread_mutex_unlock(&ctx->mu);
 			de__task(&c->work, ctx->caller_buf);
 			pthread_mutex_lock(&ctx->mu);
@@ -494,13 +483,7 @@ static void drain_cancel(de_ctx *ctx)
 
 		pthread_mutex_lock(&ctx->mu);
 		while ((c = ctx->deferred)) {
-			ctx->deferred = c->dnext;
-			if (c->dnext)
-				c->dnext->dprev = NULL;
-			c->deferred = 0;
-			c->state = NS_QUEUED;
-			if (ctx->serial)
-				ctx->scans_inflight++;
+			de__undefer(ctx, c, 0);
 			pthread_mutex_unlock(&ctx->mu);
 			de__task(&c->work, ctx->caller_buf);
 			pthread_mutex_lock(&ctx->mu);

@@ -210,6 +210,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
 void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
 void de__schedule(de_ctx *ctx, struct de__node *n);
 void de__pump(de_ctx *ctx);
+void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
 void de__task(struct de__work *w, void *buf);
 void de__p2task(struct de__work *w, void *buf);
 void de__signal(de_ctx *ctx);

@@ -505,6 +505,29 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
 	de__pool_submit(&ctx->pool, &c->work, 1);
 }
 
+/*
+ * Take c off the deferred list and mark its scan queued, counting it in
+ * the look-ahead window when in_window.  The caller holds ctx->mu and
+ * runs or submits the scan itself.
+ */
+void de__undefer(de_ctx *ctx, struct de__node *c, int in_window)
+{
+	if (c->dprev)
+		c->dprev->dnext = c->dnext;
+	else
+		ctx->deferred = c->dnext;
+	if (c->dnext)
+		c->dnext->dprev = c->dprev;
+	c->deferred = 0;
+	c->state = NS_QUEUED;
+	if (in_window) {
+		c->inwin = 1;
+		ctx->win_live++;
+	}
+	if (ctx->serial)
+		ctx->scans_inflight++;
+}
+
 /* Submit deferred scans while the window has room. */
 void de__pump(de_ctx *ctx)
 {
@@ -513,15 +536,7 @@ void de__pump(de_ctx *ctx)
 	lock(ctx);
 	while ((c = ctx->deferred) && ctx->win_live < ctx->win_max &&
 	       !de__cancelled(ctx)) {
-		ctx->deferred = c->dnext;
-		if (c->dnext)
-			c->dnext->dprev = NULL;
-		c->deferred = 0;
-		c->state = NS_QUEUED;
-		c->inwin = 1;
-		ctx->win_live++;
-		if (ctx->serial)
-			ctx->scans_inflight++;
+		de__undefer(ctx, c, 1);
 		c->work.fn = de__task;
 		unlock(ctx);
 		de__pool_submit(&ctx->pool, &c->work, 0);
