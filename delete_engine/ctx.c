@@ -70,6 +70,7 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 	}
 	pthread_mutex_init(&ctx->mu, NULL);
 	pthread_cond_init(&ctx->cv, NULL);
+	de__pace_init(ctx);
 	ctx->pid = getpid();
 	*out = ctx;
 	return 0;
@@ -100,6 +101,7 @@ void de_ctx_free(de_ctx *ctx)
 		de__pool_destroy(&ctx->pool);
 	pthread_mutex_destroy(&ctx->mu);
 	pthread_cond_destroy(&ctx->cv);
+	de__pace_destroy(ctx);
 	free(ctx->caller_buf);
 	free(ctx->pbuf);
 	free(ctx);

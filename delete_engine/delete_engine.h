@@ -64,6 +64,11 @@ struct de_config {
 	 */
 	int (*fault)(void *arg, int op, const char *name);
 	void *fault_arg;
+	/*
+	 * Politeness: at most this many removals (unlinks and rmdirs) per
+	 * second over all workers, spaced evenly; 0: as fast as possible.
+	 */
+	unsigned rate;
 };
 
 /* The operation that failed (de_report.op, fault hook op). */

@@ -73,6 +73,7 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 
 	if (e)
 		return -e;
+	de__pace(ctx);
 	return unlinkat(dfd, name, flags) ? -errno : 0;
 }
 

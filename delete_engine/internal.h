@@ -180,6 +180,11 @@ struct de_ctx {
 	size_t pcap;
 	const struct de__node *pbuf_node;	/* pbuf holds its path... */
 	size_t pbuf_dlen;			/* ...of this length */
+
+	/* pace.c: the rate limit (pace_mu guards pace_next_ns). */
+	pthread_mutex_t pace_mu;
+	uint64_t pace_next_ns;
+	uint64_t pace_gap_ns;			/* 0: no limit */
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
@@ -197,6 +202,11 @@ static inline int de__cancelled(de_ctx *ctx)
 	return __atomic_load_n(&ctx->cancel, __ATOMIC_RELAXED);
 }
 int de__ctx_start(de_ctx *ctx);
+
+/* pace.c */
+void de__pace_init(de_ctx *ctx);
+void de__pace_destroy(de_ctx *ctx);
+void de__pace(de_ctx *ctx);
 
 /* walk.c */
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,

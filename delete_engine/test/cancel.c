@@ -21,7 +21,7 @@ static int prog(void *arg, const struct de_progress *p)
 
 static int one(int dfd, unsigned flags)
 {
-	struct de_config cfg = { 2, flags, -1, 1, NULL, NULL };
+	struct de_config cfg = { .threads = 2, .flags = flags, .max_delete = -1, .progress_ms = 1 };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN };
 	struct st s = { pthread_self(), 0, 0 };

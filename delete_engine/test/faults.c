@@ -19,7 +19,7 @@ static int hook(void *arg, int op, const char *name)
 static int one(int dfd, int op, int err, int victim_is_dir)
 {
 	struct fault f = { op, err };
-	struct de_config cfg = { 2, 0, -1, 0, hook, &f };
+	struct de_config cfg = { .threads = 2, .max_delete = -1, .fault = hook, .fault_arg = &f };
 	struct t_reps rs = { 0 };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN };

@@ -62,7 +62,7 @@ static void leave(void *arg, const char *rel)
 static int one(int dfd, long long maxdel)
 {
 	struct st s;
-	struct de_config cfg = { 2, 0, maxdel, 0, NULL, NULL };
+	struct de_config cfg = { .threads = 2, .max_delete = maxdel };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN };
 	struct de_summary sum;

@@ -181,7 +181,7 @@ static __attribute__((unused)) int t_remove(int dfd, const char *name, unsigned 
 		    unsigned flags, long long maxdel, struct t_reps *rs,
 		    struct de_summary *sum)
 {
-	struct de_config cfg = { threads, flags, maxdel, 0, NULL, NULL };
+	struct de_config cfg = { .threads = threads, .flags = flags, .max_delete = maxdel };
 	struct de_hooks h;
 	struct de_target t = { name, DE_T_UNKNOWN };
 	de_ctx *ctx;

@@ -1,0 +1,63 @@
+/*
+ * pace.c - a rate limit on removals, for deleting politely.
+ *
+ * de_config.rate caps the entries removed per second, over all workers
+ * together.  Every unlinkat() or rmdir goes through de__pace() first,
+ * which hands out start times rate apart: a worker takes the next free
+ * slot under the lock and sleeps until it outside the lock, so N workers
+ * together still make at most rate removals in any second, and a run of
+ * n entries takes at least n / rate seconds, which bounds how long a
+ * polite delete can last.  No slots are banked while nothing is removed
+ * (a slot in the past is moved up to now), so an idle spell is not
+ * followed by a burst.
+ *
+ * Lock rules: pace_mu protects next_ns only; nothing else is taken while
+ * it is held.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void de__pace_init(de_ctx *ctx)
+{
+	pthread_mutex_init(&ctx->pace_mu, NULL);
+	ctx->pace_next_ns = 0;
+	ctx->pace_gap_ns = ctx->cfg.rate ? 1000000000u / ctx->cfg.rate : 0;
+	if (ctx->cfg.rate && !ctx->pace_gap_ns)
+		ctx->pace_gap_ns = 1;
+}
+
+void de__pace_destroy(de_ctx *ctx)
+{
+	pthread_mutex_destroy(&ctx->pace_mu);
+}
+
+/* Wait for this removal's slot.  Returns at once when no rate is set. */
+void de__pace(de_ctx *ctx)
+{
+	uint64_t now, slot;
+	struct timespec ts;
+
+	if (!ctx->pace_gap_ns)
+		return;
+	now = now_ns();
+	pthread_mutex_lock(&ctx->pace_mu);
+	slot = ctx->pace_next_ns > now ? ctx->pace_next_ns : now;
+	ctx->pace_next_ns = slot + ctx->pace_gap_ns;
+	pthread_mutex_unlock(&ctx->pace_mu);
+	if (slot <= now)
+		return;
+	ts.tv_sec = (time_t)((slot - now) / 1000000000u);
+	ts.tv_nsec = (long)((slot - now) % 1000000000u);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
