@@ -74,7 +74,11 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 	if (e)
 		return -e;
 	de__pace(ctx);
-	return unlinkat(dfd, name, flags) ? -errno : 0;
+	if (unlinkat(dfd, name, flags))
+		return -errno;
+	__atomic_add_fetch(&ctx->unlinked, 1, __ATOMIC_RELAXED);
+	de__caller_tick(ctx);
+	return 0;
 }
 
 static void st_from_stat(struct de__st *st, const struct stat *sb)

@@ -93,7 +93,9 @@ static void maybe_progress(de_ctx *ctx, int force)
 	ctx->last_prog_ms = now;
 	if (!ctx->hooks->progress || de__cancelled(ctx))
 		return;
-	p.removed = ctx->sum.removed_total;
+	p.removed = __atomic_load_n(&ctx->unlinked, __ATOMIC_RELAXED);
+	if (p.removed < ctx->sum.removed_total)
+		p.removed = ctx->sum.removed_total;
 	p.failed = ctx->sum.failed;
 	pthread_mutex_lock(&ctx->mu);
 	p.dirs_pending = ctx->prog.dirs_pending;
@@ -104,6 +106,20 @@ static void maybe_progress(de_ctx *ctx, int force)
 		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&ctx->mu);
 	}
+}
+
+/*
+ * Called after every removal.  The calling thread sometimes runs a
+ * directory's task itself (need_scanned(), deferred scans); the progress
+ * hook, which is how the caller sends keep-alives, must not wait until a
+ * huge or rate-limited directory is done (seen: a 7 s paced delete made
+ * no progress call until its end, and a remote --timeout=2 run died).
+ * Workers return at once.  No lock is held here.
+ */
+void de__caller_tick(de_ctx *ctx)
+{
+	if (pthread_equal(pthread_self(), ctx->caller))
+		maybe_progress(ctx, 0);
 }
 
 /* Deliver one report; path is in ctx->pbuf. */
@@ -588,6 +604,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	memset(&ctx->sum, 0, sizeof(ctx->sum));
 	memset(&ctx->prog, 0, sizeof(ctx->prog));
 	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
+	__atomic_store_n(&ctx->unlinked, 0, __ATOMIC_RELAXED);
+	ctx->caller = pthread_self();
 	ctx->pbuf_node = NULL;
 }
 

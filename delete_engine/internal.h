@@ -185,6 +185,13 @@ struct de_ctx {
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
+
+	/* Successful unlinks and rmdirs in this de_remove(), counted by
+	 * the workers as they go (atomic): reports of a directory's
+	 * entries may wait until the directory is done, and progress must
+	 * not stall meanwhile. */
+	uint64_t unlinked;
+	pthread_t caller;			/* the thread in de_remove() */
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
@@ -202,6 +209,9 @@ static inline int de__cancelled(de_ctx *ctx)
 	return __atomic_load_n(&ctx->cancel, __ATOMIC_RELAXED);
 }
 int de__ctx_start(de_ctx *ctx);
+
+/* emit.c */
+void de__caller_tick(de_ctx *ctx);
 
 /* pace.c */
 void de__pace_init(de_ctx *ctx);
