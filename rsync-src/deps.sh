@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh: make sure the Debian packages a step needs are installed.
 #
-# Usage: rsync-src/deps.sh build|check|bench ...
+# Usage: rsync-src/deps.sh build|check|bench|deb ...
 #
 # Each group lists the packages one make step needs.  As root on Debian or
 # Ubuntu the missing ones are installed with apt-get; otherwise the exact
@@ -12,12 +12,14 @@ set -eu
 
 pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 	zlib1g-dev libpopt-dev libxxhash-dev libssl-dev liblz4-dev libzstd-dev
-	libacl1-dev libattr1-dev"
+	libacl1-dev libattr1-dev libidn2-dev"
 # Upstream's suite uses acl/attr tools; the fork's suite adds an sshd, the
 # Debian rsync peer and the filesystems it mounts on loop images.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux procps"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time"
+# make deb builds with debhelper; check-deb runs lintian and man.
+pkgs_deb="debhelper dpkg-dev lintian man-db"
 
 want=
 for group in "$@"; do
