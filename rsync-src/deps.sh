@@ -14,9 +14,10 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 	zlib1g-dev libpopt-dev libxxhash-dev libssl-dev liblz4-dev libzstd-dev
 	libacl1-dev libattr1-dev libidn2-dev"
 # Upstream's suite uses acl/attr tools; the fork's suite adds an sshd, the
-# Debian rsync peer and the filesystems it mounts on loop images.
+# Debian rsync peer, the filesystems it mounts on loop images, and fpsync
+# (fpart) to run rsync-de as its workers' rsync.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
-	btrfs-progs util-linux procps"
+	btrfs-progs util-linux procps fpart"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
