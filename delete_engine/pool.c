@@ -3,7 +3,8 @@
  *
  * Lock rules:
  *  - p->mu protects p->head (the queue), every work item's next/prev/queued
- *    field while it is queued, p->stop, p->started and p->limit.
+ *    field while it is queued, p->stop, p->started and p->limit.  p->qlen
+ *    is written under p->mu and read without it, as a scheduling hint.
  *  - A work function runs with no pool lock held.  It may take the context's
  *    tree lock (ctx->mu) and may submit work; submitting takes p->mu, so the
  *    only allowed nesting is ctx->mu -> p->mu, never the other way round.
@@ -37,6 +38,7 @@ static void *worker(void *arg)
 		w->prev->next = w->next;
 		w->next->prev = w->prev;
 		w->queued = 0;
+		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&p->mu);
 		w->fn(w, buf);
 		pthread_mutex_lock(&p->mu);
@@ -57,6 +59,7 @@ int de__pool_init(struct de__pool *p, unsigned nthreads)
 	p->started = 0;
 	p->stop = 0;
 	p->limit = nthreads;
+	p->qlen = 0;
 	p->tids = calloc(nthreads, sizeof(*p->tids));
 	p->bufs = calloc(nthreads, sizeof(*p->bufs));
 	if (!p->tids || !p->bufs) {
@@ -137,6 +140,7 @@ void de__pool_submit(struct de__pool *p, struct de__work *w, int front)
 	w->next->prev = w;
 	w->prev->next = w;
 	w->queued = 1;
+	__atomic_store_n(&p->qlen, p->qlen + 1, __ATOMIC_RELAXED);
 	/* A signal could wake an idled worker and be lost. */
 	if (p->limit < p->nthreads)
 		pthread_cond_broadcast(&p->cv);
@@ -155,6 +159,7 @@ int de__pool_cancel(struct de__pool *p, struct de__work *w)
 		w->prev->next = w->next;
 		w->next->prev = w->prev;
 		w->queued = 0;
+		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&p->mu);
