@@ -49,6 +49,10 @@ enum de_type {
 #define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
 #define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
 #define DE_F_SPLIT		0x0100u	/* always split huge dirs (measuring) */
+#define DE_F_NO_ADAPT		0x0200u	/* every worker unlinks, even in a
+					 * narrow tree (measuring; README) */
+#define DE_F_ADAPT		0x0400u	/* one unlinker unless the tree is
+					 * wide, on any fs (measuring) */
 
 struct de_config {
 	unsigned threads;	/* 0: online CPUs (sysconf) */

@@ -601,6 +601,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->live = NULL;
 	ctx->deferred = NULL;
 	ctx->ev_head = ctx->ev_tail = NULL;
+	ctx->p2_active = 0;
+	ctx->ready = NULL;
 	memset(&ctx->sum, 0, sizeof(ctx->sum));
 	memset(&ctx->prog, 0, sizeof(ctx->prog));
 	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
@@ -651,6 +653,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		de__pool_limit(&ctx->pool, t);
 		ctx->run_threads = t;
 		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
+		ctx->p2_gate = t > 1 ? de__p2_gate(ctx, r->fstype) : 0;
 	}
 	rc = add_targets(ctx, dirfd, targets, n);
 	if (rc) {

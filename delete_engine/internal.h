@@ -34,6 +34,8 @@ struct de__pool {
 	unsigned nthreads;
 	unsigned started;
 	unsigned limit;			/* workers with index >= limit idle */
+	unsigned qlen;			/* items queued (written under mu,
+					 * read racily as a hint) */
 	int stop;
 	pthread_t *tids;
 	void **bufs;
@@ -114,6 +116,9 @@ struct de__node {
 	int inwin;		/* counted in ctx->win_live */
 	int skip_scan;		/* not entered: res/op/err say why */
 	int p2sub;		/* phase 2 started */
+	struct de__node *rnext;	/* ready stack: scanned, waiting for a
+				 * phase-2 slot (tree lock) */
+	int rpinned;		/* on the ready stack with its fd pinned */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
 	/* The listing, in canonical order when ordered. */
@@ -172,6 +177,15 @@ struct de_ctx {
 	int limit_hit;
 	dev_t start_dev;
 	int split_min;
+	/*
+	 * Phase-2 admission (walk.c de__run_phase2): p2_active workers are
+	 * unlinking; another may join only while at least p2_gate directory
+	 * tasks are queued (0: always).  Scanned nodes that may not join
+	 * wait on the ready stack for a worker already in phase 2.
+	 */
+	int p2_active;
+	unsigned p2_gate;
+	struct de__node *ready;
 	struct de_summary sum;
 	struct de_progress prog;
 	uint64_t t0_ms;
@@ -241,6 +255,7 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
+unsigned de__p2_gate(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 

@@ -787,6 +787,49 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 	}
 }
 
+/*
+ * Phase 2 of scanned node n (pinned: n is pinned), under phase-2
+ * admission.  A thread may start unlinking when no other thread is, or
+ * when at least ctx->p2_gate directory tasks are queued (the tree is wide
+ * here: there is independent work for every worker).  Otherwise n goes on
+ * the ready stack, and the thread already in phase 2 takes it when done
+ * with its own directory, so a narrow tree runs as a pipeline: one thread
+ * unlinks while the others read the next directories ahead.  Why: see
+ * order.c de__p2_gate.  A thread in phase 2 empties the ready stack
+ * before it leaves, so a node put there is always picked up (both happen
+ * under the tree lock).
+ */
+static void run_phase2(de_ctx *ctx, struct de__node *n, int pinned)
+{
+	unsigned gate = ctx->p2_gate;
+
+	lock(ctx);
+	if (ctx->p2_active > 0 && gate &&
+	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) < gate) {
+		n->rpinned = pinned;
+		n->rnext = ctx->ready;
+		ctx->ready = n;
+		unlock(ctx);
+		return;
+	}
+	ctx->p2_active++;
+	unlock(ctx);
+	for (;;) {
+		de__phase2(ctx, n, pinned);
+		lock(ctx);
+		n = ctx->ready;
+		if (!n) {
+			ctx->p2_active--;
+			unlock(ctx);
+			return;
+		}
+		ctx->ready = n->rnext;
+		n->rnext = NULL;
+		pinned = n->rpinned;
+		unlock(ctx);
+	}
+}
+
 /* The work function of a directory: scan, then (worker mode) phase 2. */
 void de__task(struct de__work *w, void *buf)
 {
@@ -803,7 +846,7 @@ void de__task(struct de__work *w, void *buf)
 		return;
 	}
 	pinned = de__scan(ctx, n, buf, 1);
-	de__phase2(ctx, n, pinned);
+	run_phase2(ctx, n, pinned);
 }
 
 /* Phase 2 as a work item (hook mode, after enter_dir decided). */
@@ -813,5 +856,5 @@ void de__p2task(struct de__work *w, void *buf)
 				      offsetof(struct de__node, work));
 
 	(void)buf;
-	de__phase2(n->ctx, n, 0);
+	run_phase2(n->ctx, n, 0);
 }

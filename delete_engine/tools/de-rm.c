@@ -11,6 +11,8 @@
  *   -x    one file system: do not descend into other file systems
  *   -w    make own unwritable/unreadable directories writable first
  *   -S    never split a huge directory across workers (measuring)
+ *   -A/-a every worker unlinks always / only one unless the tree is wide
+ *         (measuring; default: per file system, see order.c)
  *   -i/-I never/always unlink in inode order (measuring)
  *
  * Errors are printed like rm's ("de-rm: cannot remove 'X': Permission
@@ -70,20 +72,21 @@ static void report(void *arg, const struct de_report *r)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-i|-I] "
+	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-A|-a] "
+		"[-i|-I] "
 		"PATH...\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	struct de_config cfg = { 0, 0, -1, 0, NULL, NULL };
+	struct de_config cfg = { .max_delete = -1 };
 	struct de_hooks h;
 	struct out o = { "", 0, 0, 0 };
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
-	while ((c = getopt(argc, argv, "j:nvoxwSiIh")) != -1) {
+	while ((c = getopt(argc, argv, "j:nvoxwSAaiIh")) != -1) {
 		switch (c) {
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
 		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
@@ -92,6 +95,8 @@ int main(int argc, char **argv)
 		case 'x': cfg.flags |= DE_F_ONE_FILE_SYSTEM; break;
 		case 'w': cfg.flags |= DE_F_MAKE_WRITABLE; break;
 		case 'S': cfg.flags |= DE_F_NO_SPLIT; break;
+		case 'A': cfg.flags |= DE_F_NO_ADAPT; break;
+		case 'a': cfg.flags |= DE_F_ADAPT; break;
 		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
 		default: usage();

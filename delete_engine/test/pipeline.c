@@ -1,0 +1,153 @@
+/* pipeline: with the phase-2 gate forced on (DE_F_ADAPT), where a worker
+ * that scanned a directory in a narrow part of the tree hands it to the
+ * worker already unlinking instead of unlinking beside it, a tree with
+ * narrow and wide parts is removed completely and counted exactly, with
+ * 2 and 4 threads, unordered, ordered and with an enter_dir hook (which
+ * sees every directory exactly once). */
+#include "tutil.h"
+
+#define LEVELS 200
+#define FILES 10
+#define FAN 40
+
+static int enters;
+
+static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
+{
+	(void)arg; (void)rel; (void)e; (void)n;
+	enters++;
+	return 0;
+}
+
+static void leave(void *arg, const char *rel)
+{
+	(void)arg; (void)rel;
+}
+
+/* FILES files in fd; returns 0 or -1. */
+static int fill(int fd)
+{
+	char name[32];
+	int i;
+
+	for (i = 0; i < FILES; i++) {
+		snprintf(name, sizeof(name), "f%02d", i);
+		if (t_file(fd, name))
+			return -1;
+	}
+	return 0;
+}
+
+/* A chain of LEVELS directories; halfway down, FAN siblings with FILES
+ * files and a 3-level chain each.  Returns the number of directories
+ * made (with "tree"), or -1. */
+static int build(int dfd)
+{
+	int fd = t_dir(dfd, "tree"), dirs = 1, i, j, k;
+	char name[32];
+
+	if (fd < 0)
+		return -1;
+	for (i = 0; i < LEVELS; i++) {
+		int n;
+
+		if (fill(fd))
+			goto fail;
+		if (i == LEVELS / 2) {
+			for (j = 0; j < FAN; j++) {
+				int s;
+
+				snprintf(name, sizeof(name), "w%02d", j);
+				s = t_dir(fd, name);
+				if (s < 0)
+					goto fail;
+				dirs++;
+				for (k = 0; k < 3; k++) {
+					int c;
+
+					if (fill(s)) {
+						close(s);
+						goto fail;
+					}
+					c = t_dir(s, "c");
+					close(s);
+					if (c < 0)
+						goto fail;
+					s = c;
+					dirs++;
+				}
+				close(s);
+			}
+		}
+		n = t_dir(fd, "dd");
+		close(fd);
+		fd = n;
+		if (fd < 0)
+			return -1;
+		dirs++;
+	}
+	close(fd);
+	return dirs;
+fail:
+	close(fd);
+	return -1;
+}
+
+int main(void)
+{
+	static const unsigned threads[] = { 2, 4 };
+	struct de_summary sum;
+	struct t_reps rs = { 0 };
+	int ret = T_FAIL, dfd, dirs, files, rc, mode, ti;
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	for (ti = 0; ti < 2; ti++) {
+		for (mode = 0; mode < 3; mode++) {
+			struct de_config cfg = { .threads = threads[ti],
+						 .flags = DE_F_ADAPT,
+						 .max_delete = -1 };
+			struct de_target t = { "tree", DE_T_DIR, 0 };
+			struct de_hooks h;
+			de_ctx *ctx;
+
+			dirs = build(dfd);
+			CHECK(dirs > 0);
+			/* Every directory but the leaves holds FILES files:
+			 * the chain's last "dd" and each fan's last "c". */
+			files = (dirs - 1 - FAN) * FILES;
+			memset(&h, 0, sizeof(h));
+			h.arg = &rs;
+			h.report = t_collect;
+			if (mode == 1)
+				cfg.flags |= DE_F_ORDERED;
+			if (mode == 2) {
+				h.enter_dir = enter;
+				h.leave_dir = leave;
+			}
+			enters = 0;
+			CHECK(de_ctx_new(&ctx, &cfg) == 0);
+			rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+			de_ctx_free(ctx);
+			if (rc || t_exists(dfd, "tree"))
+				fprintf(stderr, "threads %u mode %d: rc %d\n",
+					threads[ti], mode, rc);
+			CHECK(rc == 0);
+			CHECK(!t_exists(dfd, "tree"));
+			CHECK(sum.removed[DE_T_DIR] == (uint64_t)dirs);
+			CHECK(sum.removed[DE_T_FILE] == (uint64_t)files);
+			CHECK(sum.failed == 0 && sum.not_empty == 0);
+			CHECK(rs.n == (size_t)(dirs + files));
+			CHECK(!strcmp(rs.v[rs.n - 1].path, "tree"));
+			CHECK(mode != 2 || enters == dirs);
+			t_reps_free(&rs);
+		}
+	}
+	ret = T_PASS;
+out:
+	t_reps_free(&rs);
+	close(dfd);
+	t_cleanup();
+	return ret;
+}
