@@ -601,8 +601,12 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->live = NULL;
 	ctx->deferred = NULL;
 	ctx->ev_head = ctx->ev_tail = NULL;
-	ctx->p2_active = 0;
-	ctx->ready = NULL;
+	/*
+	 * p2_active and ready are not reset: both are back to 0/NULL when
+	 * the root is final, but the last worker may not have left
+	 * run_phase2 yet when the next run starts (it only takes the lock
+	 * and finds the stack empty, or takes this run's node, both fine).
+	 */
 	memset(&ctx->sum, 0, sizeof(ctx->sum));
 	memset(&ctx->prog, 0, sizeof(ctx->prog));
 	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();

@@ -797,7 +797,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
  * unlinks while the others read the next directories ahead.  Why: see
  * order.c de__p2_gate.  A thread in phase 2 empties the ready stack
  * before it leaves, so a node put there is always picked up (both happen
- * under the tree lock).
+ * under the tree lock).  Workers only, never the calling thread.
  */
 static void run_phase2(de_ctx *ctx, struct de__node *n, int pinned)
 {
@@ -846,7 +846,16 @@ void de__task(struct de__work *w, void *buf)
 		return;
 	}
 	pinned = de__scan(ctx, n, buf, 1);
-	run_phase2(ctx, n, pinned);
+	/*
+	 * The calling thread (which runs a task itself only when the walk
+	 * needs a directory no worker has started) must not stay in
+	 * run_phase2 emptying the ready stack: it has reports and progress
+	 * calls to make.  It bypasses the gate instead.
+	 */
+	if (buf == ctx->caller_buf)
+		de__phase2(ctx, n, pinned);
+	else
+		run_phase2(ctx, n, pinned);
 }
 
 /* Phase 2 as a work item (hook mode, after enter_dir decided). */
