@@ -144,7 +144,8 @@ for how, mode in (('all', ['--delete-only']), ('engine', ['-a', '--delete'])):
 # ---- Idempotent where the source keeps part of the tree --------------------
 subprocess.run(['rm', '-rf', str(target)])
 make_tree(target, 4, 4, 4)
-src = SCRATCHDIR / 'src'
+# Not 'src': runtests.py makes SCRATCHDIR/src a symlink to the suite.
+src = SCRATCHDIR / 'source'
 make_tree(src, 2, 4, 2)
 (src / 'only-in-src').write_text('not created by --delete-only\n')
 must_succeed(fork + ['--delete-only', f'{src}/', f'{target}/'], 'keep: first run')
