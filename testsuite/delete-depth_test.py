@@ -46,7 +46,7 @@ for prefix, mode in (([], ['--delete-only']),
     target = SCRATCHDIR / 'T'
     deep_chain(target)
     p = subprocess.run(prefix + fork + mode + [f'{empty}/', f'{target}/'],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=120)
     print(f'{label}: exit {p.returncode}')
     if p.returncode != 0 or crash_marks(p.stderr):
         test_fail(f'{label}: exit {p.returncode}: {p.stderr[-2000:]}')

@@ -108,8 +108,10 @@ TAIL = re.compile(r' at \w+\.c\(\d+\) \[\w+=[^\]]*\]')
 
 
 def run(argv, root, prefix=()):
+    # Well under runtests.py's 300 s: a hang raises here, so atexit still
+    # unmounts (the runner's SIGKILL would leave the mounts behind).
     p = subprocess.run(list(prefix) + [str(a) for a in argv], capture_output=True,
-                       text=True, errors='surrogateescape', timeout=300)
+                       text=True, errors='surrogateescape', timeout=60)
     norm = []
     for text in (p.stdout, p.stderr):
         lines = []

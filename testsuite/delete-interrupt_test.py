@@ -105,7 +105,7 @@ def kill_mid_delete(argv, how: str):
 
 def must_succeed(argv, label):
     p = subprocess.run(argv, capture_output=True, text=True,
-                       errors='surrogateescape', timeout=300)
+                       errors='surrogateescape', timeout=120)
     if p.returncode != 0 or crash_marks(p.stderr):
         test_fail(f'{label}: exit {p.returncode}:\n{p.stderr[-2000:]}')
     return p
