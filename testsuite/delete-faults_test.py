@@ -31,7 +31,6 @@ import hashlib
 import os
 import re
 import shutil
-import stat
 import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
