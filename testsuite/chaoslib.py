@@ -140,13 +140,31 @@ def _chaos(target: str, sentinel: str, seed: int, countfile: str) -> None:
             raise
         return fd
 
+    def pick(*parts):
+        """A random name in target/parts..., or None."""
+        fd = opendir(*parts)
+        try:
+            names = os.listdir(fd)
+        finally:
+            os.close(fd)
+        return rng.choice(names) if names else None
+
+    # Names are drawn from what is there now, originals and renamed
+    # directories alike, so the workers keep finding real directories
+    # after the first swaps (opendir() refuses the symlinks).
     n = 0
     while not stop:
         n += 1
-        d, e, f = (f'd{rng.randrange(40):03d}', f'e{rng.randrange(20):03d}',
-                   f'f{rng.randrange(10):03d}')
-        # A top-level swap always succeeds (it renames the symlink a
-        # previous swap left), so it is drawn rarely.
+        try:
+            d = pick()
+            e = pick(d)
+            f = pick(d, e)
+        except (OSError, TypeError, IndexError):
+            d = e = f = None
+        if d is None or e is None or f is None:
+            if d is None and os.listdir(target) == []:
+                time.sleep(0.01)
+            d, e, f = d or 'd000', e or 'e000', f or 'f000'
         op = rng.choices(ops, [4, 2, 2, 4, 1, 2])[0]
         fd = -1
         try:
@@ -162,7 +180,7 @@ def _chaos(target: str, sentinel: str, seed: int, countfile: str) -> None:
                 os.close(sub)
             elif op == 'rename':
                 fd = opendir()
-                to = f'd{rng.randrange(40):03d}'
+                to = pick()
                 src = opendir(d)
                 dst = opendir(to)
                 try:
@@ -176,6 +194,9 @@ def _chaos(target: str, sentinel: str, seed: int, countfile: str) -> None:
                 os.rename(e, f'{e}.sw{seed}-{n}', src_dir_fd=fd, dst_dir_fd=fd)
                 os.symlink(rng.choice(links), e, dir_fd=fd)
             elif op == 'swap-top':
+                # Only a real directory: renaming the symlink a previous
+                # swap left proves nothing and would crowd out the rest.
+                os.close(opendir(d))
                 fd = opendir()
                 os.rename(d, f'{d}.sw{seed}-{n}', src_dir_fd=fd, dst_dir_fd=fd)
                 os.symlink(rng.choice(links), d, dir_fd=fd)
