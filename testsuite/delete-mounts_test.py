@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Mount points inside a deleted tree are kept, and nothing behind them
+changes.
+
+T holds a tmpfs mount and a bind mount of a sentinel directory outside T
+(same device: only a mount-root check can tell), both two levels down,
+next to ordinary files.  Pins, for --delete-only, -a --delete,
+--delete-delay and --delete-only -x:
+  * the sentinel and the tmpfs contents are unchanged;
+  * everything else in T is deleted; the mount points' parents stay
+    ("cannot delete non-empty directory");
+  * exit 0, as stock with -x.
+
+With RSYNC_DE_STRICT=1 (or =backup-mounts) also --backup --backup-dir,
+which does not go through the engine and still empties both mounts (a
+bug: the sentinel outside T is moved into the backup directory; stock
+rsync does the same without -x).  All mounts are undone on every exit.
+"""
+
+import atexit
+import os
+import shutil
+import subprocess
+
+from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
+from chaoslib import crash_marks, digest_diff, entries, make_sentinel, tree_digest
+
+fork = RSYNC.split()
+STRICT = os.environ.get('RSYNC_DE_STRICT', '')
+KNOWN = set() if STRICT == '1' else {'backup-mounts'} - set(STRICT.split(','))
+
+if os.geteuid() != 0:
+    test_skipped('needs root to mount')
+
+empty = SCRATCHDIR / 'empty'
+empty.mkdir()
+sentinel = SCRATCHDIR / 'sentinel'
+sentinel_digest = make_sentinel(sentinel)
+mounted = []
+
+
+def unmount_all():
+    for where in reversed(mounted):
+        if subprocess.run(['umount', str(where)], capture_output=True).returncode:
+            subprocess.run(['umount', '-l', str(where)], capture_output=True)
+    mounted.clear()
+
+
+atexit.register(unmount_all)
+
+
+def mount(argv, where):
+    p = subprocess.run(argv + [str(where)], capture_output=True, text=True)
+    if p.returncode:
+        test_skipped(f'cannot mount: {p.stderr.strip()}')
+    mounted.append(where)
+
+
+MODES = [['--delete-only'], ['-a', '--delete'], ['-r', '--delete-delay'],
+         ['--delete-only', '-x']]
+if 'backup-mounts' not in KNOWN:
+    MODES.append(['-r', '--delete', '--backup', f'--backup-dir={SCRATCHDIR}/bak'])
+
+for mode in MODES:
+    label = ' '.join(mode)
+    target = SCRATCHDIR / 'T'
+    for d in ('a/tmp', 'a/bind', 'b/c', 'z'):
+        (target / d).mkdir(parents=True)
+    for f in ('a/f', 'b/c/g', 'b/h', 'z/i', 'top'):
+        (target / f).write_text(f'{f}\n')
+    mount(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs'], target / 'a' / 'tmp')
+    (target / 'a' / 'tmp' / 'inside').write_text('on tmpfs\n')
+    tmpfs_digest = tree_digest(target / 'a' / 'tmp')
+    mount(['mount', '--bind', str(sentinel)], target / 'a' / 'bind')
+    try:
+        # A hang raises well before runtests.py's SIGKILL, so the mounts
+        # are undone.
+        p = subprocess.run(fork + mode + ['-v', f'{empty}/', f'{target}/'],
+                           capture_output=True, text=True, timeout=60)
+        print(f'{label}: exit {p.returncode}')
+        if crash_marks(p.stderr):
+            test_fail(f'{label}: {p.stderr}')
+        changed = digest_diff(sentinel_digest, tree_digest(sentinel))
+        if changed:
+            test_fail(f'{label}: the bind-mounted sentinel changed: {changed[:5]}')
+        changed = digest_diff(tmpfs_digest, tree_digest(target / 'a' / 'tmp'))
+        if changed:
+            test_fail(f'{label}: the tmpfs inside T changed: {changed[:5]}')
+        left = sorted(os.path.relpath(e, target) for e in entries(target)
+                      if not e.startswith((str(target / 'a' / 'tmp') + '/',
+                                           str(target / 'a' / 'bind') + '/')))
+        if left != ['a', 'a/bind', 'a/tmp']:
+            test_fail(f'{label}: want only the mount points and their parent '
+                      f'left, got {left}')
+        if p.returncode != 0:
+            test_fail(f'{label}: exit {p.returncode}: {p.stderr}')
+        if 'cannot delete non-empty directory: a' not in p.stdout.splitlines():
+            test_fail(f'{label}: no "cannot delete non-empty directory: a" in {p.stdout}')
+    finally:
+        unmount_all()
+    shutil.rmtree(target)
+    shutil.rmtree(SCRATCHDIR / 'bak', ignore_errors=True)

@@ -1,0 +1,59 @@
+#!/bin/sh
+# run-as-user.sh TREE RSYNC [RUNTESTS-ARGS...]: run upstream's suite in
+# TREE (a configured, built upstream tree) against the binary RSYNC as a
+# throwaway unprivileged user.
+#
+# As root: a user is created with useradd, TREE and RSYNC are copied into
+# a fresh directory the user owns (the suite writes its scratch
+# directories inside the tree), runtests.py runs there as the user, and
+# on every exit -- failure and interruption included -- the user's
+# processes are killed by pid, the user is deleted and the copy removed.
+# As a non-root user it just runs the suite in a copy.
+
+set -eu
+tree=$1
+rsync_bin=$2
+shift 2
+
+python=${PYTHON:-/usr/bin/python3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/rsync-de-user.XXXXXX")
+user=
+cleanup() {
+	rc=$?
+	trap - EXIT INT TERM HUP
+	if [ -n "$user" ]; then
+		# Only this throwaway user's processes, each by its pid.
+		for pid in $(ps -o pid= -u "$user" 2>/dev/null); do
+			kill -9 "$pid" 2>/dev/null || :
+		done
+		userdel "$user" 2>/dev/null || :
+	fi
+	rm -rf "$work"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+cp -a "$tree" "$work/tree"
+rm -rf "$work/tree/testtmp"
+# Named rsync: some tests look for the binary by that name.
+mkdir "$work/bin"
+cp -p "$rsync_bin" "$work/bin/rsync"
+chmod 755 "$work"
+
+if [ "$(id -u)" = 0 ]; then
+	user=rsyncde-u$$
+	useradd --no-create-home --home-dir "$work" --shell /bin/sh \
+		--comment 'rsync-de check-user (temporary)' "$user"
+	chown -R "$user:" "$work"
+	# root's PATH may name directories the user cannot search (a
+	# pyenv under /root): the system PATH instead.
+	run() { setpriv --reuid="$user" --regid="$user" --init-groups \
+		env HOME="$work" USER="$user" LOGNAME="$user" \
+		PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin "$@"; }
+else
+	run() { "$@"; }
+fi
+
+cd "$work/tree"
+run "$python" runtests.py --rsync-bin="$work/bin/rsync" "$@"
