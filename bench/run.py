@@ -7,7 +7,7 @@ Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,tmpfs]
 
 For each filesystem (a loop image or a tmpfs mounted here when run as root;
 otherwise --dir, a directory the user names) and each tree shape, every
-peer deletes a fresh tree made by delete_engine/tools/mktree, the peers
+peer deletes a fresh tree made by bench/mktree, the peers
 alternating within a round; with --cold the page cache is dropped before
 each timed run.  The first round is a warm-up and is not counted.  The
 report is a markdown table of median seconds (min-max), the ratio to
@@ -27,7 +27,7 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MKTREE = os.path.join(TOP, 'delete_engine', 'tools', 'mktree')
+MKTREE = os.path.join(TOP, 'bench', 'mktree')
 
 SHAPES = {
     'quick': {'flat': ['flat', '100000'], 'wide': ['wide', '200', '500'],
@@ -124,7 +124,7 @@ def main():
     ap.add_argument('--dir', default=None, help='non-root: where to make trees')
     a = ap.parse_args()
 
-    subprocess.run(['make', '-s', '-C', os.path.join(TOP, 'delete_engine'), 'tools'],
+    subprocess.run(['make', '-s', '-C', os.path.join(TOP, 'bench'), 'mktree'],
                    check=True, stdout=subprocess.DEVNULL)
     allpeers, set_empty = peers(TOP)
     names = [n for n in allpeers if not a.peers or n in a.peers.split(',')]

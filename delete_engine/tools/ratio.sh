@@ -8,7 +8,7 @@
 #
 # For each file system (a 4 GiB loop image for ext4/xfs, a tmpfs mount) and
 # shape, it alternates de-rm and rm -rf RUNS times; before every timed run a
-# fresh tree is made with tools/mktree, then "sync; echo 3 >
+# fresh tree is made with bench/mktree, then "sync; echo 3 >
 # /proc/sys/vm/drop_caches".  Prints per-run seconds and the median ratio
 # de-rm/rm (below 1 means de-rm is faster).  Needs root; cleans up after
 # itself.  Run "make tools" first.
@@ -65,7 +65,7 @@ for fs in $fss; do
 		i=0
 		while [ $i -lt "$runs" ]; do
 			for tool in de rm; do
-				"$here/mktree" $spec "$mnt/t"
+				"$here/../../bench/mktree" $spec "$mnt/t"
 				sync; echo 3 >/proc/sys/vm/drop_caches
 				if [ $tool = de ]; then
 					t=$(timeit "$here/de-rm" $derm_args "$mnt/t")
