@@ -740,7 +740,8 @@ def main():
                     help='ext4, xfs, xfs-lb256k (logbsize=256k), btrfs, tmpfs')
     ap.add_argument('--scenarios', default='flat,rflat,wide,deep,big,sync,ssh')
     ap.add_argument('--cache', default='cold', help='cold, warm or cold,warm')
-    ap.add_argument('--peers', default='', help='only these peers (names as printed)')
+    ap.add_argument('--peers', default='',
+                    help='only these peers in the delete and dd scenarios (names as printed)')
     ap.add_argument('--peer', action='append', default=[], metavar='NAME=CMD',
                     help='an extra deleter; CMD may use {top} {empty} {target}')
     ap.add_argument('--dd-peers', default=','.join(DD_PEERS),
@@ -748,6 +749,8 @@ def main():
     ap.add_argument('--dd-mib', type=int, default=None, help='dd size (default 1024, quick 256)')
     ap.add_argument('--throttle', default=None, metavar='wbps=20M,wiops=200',
                     help='limit the loop device while dd runs')
+    ap.add_argument('--tree', action='append', default=[], metavar='SCENARIO=ARGS',
+                    help='other mktree arguments for a scenario, e.g. "flat=flat 200000"')
     ap.add_argument('--img-size', default='16G', help='loop image / tmpfs size')
     ap.add_argument('--dir', default=None, help='non-root: where to make trees')
     ap.add_argument('--json', default=None, help='append raw records (JSON lines) here')
@@ -771,7 +774,10 @@ def main():
 
     sh(['make', '-s', '-C', BENCH, 'mktree'], check=True, stdout=subprocess.DEVNULL)
     mode = 'quick' if a.quick else 'full'
-    sizes = SIZES[mode]
+    sizes = dict(SIZES[mode])
+    for t in a.tree:
+        sc, args = t.split('=', 1)
+        sizes[sc] = shlex.split(args)
     dd_mib = a.dd_mib or DD_MIB[mode]
     scenarios = a.scenarios.split(',')
     for s in scenarios:
@@ -791,10 +797,10 @@ def main():
         name, cmd = p.split('=', 1)
         extra.append((name, shlex.split(cmd)))
 
-    def usable(peers):
+    def usable(peers, filtered=True):
         got = []
         for n, t in peers:
-            if want and n not in want and n not in dict(extra):
+            if filtered and want and n not in want and n not in dict(extra):
                 continue
             exe = t[0].format(top=TOP, rimraf=vals.get('rimraf') or '')
             if not exe or not (shutil.which(exe) or os.access(exe, os.X_OK)):
@@ -860,9 +866,9 @@ def main():
                         continue
                     user = None
                     if sc == 'sync':
-                        peers = usable(SYNC_PEERS)
+                        peers = usable(SYNC_PEERS, False)
                     elif sc == 'ssh':
-                        peers = usable(SSH_PEERS)
+                        peers = usable(SSH_PEERS, False)
                         user = sshd.as_user
                         os.chown(work, sshd.pw.pw_uid, sshd.pw.pw_gid)
                     else:

@@ -17,7 +17,8 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # Debian rsync peer and the filesystems it mounts on loop images.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux procps"
-pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time"
+pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time rsync
+	openssh-server openssh-client"
 
 want=
 for group in "$@"; do
