@@ -20,22 +20,23 @@ process, not the sum); then CPU, cores, kernel and mount line.  Every
 number comes from this run; --json appends raw records that --summarize
 turns into the summary table again (several runs can be combined).
 
-Scenarios (full size; --quick in brackets):
-  flat    500,000 files, sequential names             [100,000]
-  rflat   500,000 files, random names                 [100,000]
-  wide    1,000 dirs x 1,000 files                    [200 x 500]
-  deep    2,000 levels x 50 files                     [1,000 x 20]
-  big     4,000 files of 1 MiB                        [1,000]
-  small   100 dirs x 1,000 files of 4 KiB (the seed's small-file case;
-          run it on xfs)                              [20 x 1,000]
-  sync    rsync SRC/ DST/: DST has 1,000 x 1,000 files, SRC every second
-          one, identical mtimes, so the run is the deletion of half
-                                                      [100 x 1,000]
+Scenarios, full size [--size mid] [--quick]:
+  flat    500,000 files, sequential names   [100,000] [20,000]
+  rflat   500,000 files, random names       [100,000] [20,000]
+  wide    1,000 dirs x 1,000 files          [200 x 500] [100 x 200]
+  deep    2,000 levels x 50 files           [same] [500 x 20]
+  big     4,000 files of 1 MiB              [same] [250]
+  small   100 dirs x 1,000 files of 4 KiB, the seed's small-file case
+          (run it on xfs)                   [20 x 1,000] [20 x 500]
+  sync    rsync -a --delete SRC/ DST/: DST has 1,000 x 1,000 files, SRC
+          every second one with equal mtimes, so the run only deletes half
+                                            [100 x 1,000] [40 x 500]
   ssh     --delete-only empty/ 127.0.0.1:T/ through a throwaway sshd on
-          loopback, against the same delete run locally (100 x 1,000)
-                                                      [20 x 1,000]
+          loopback, against the same delete run locally: 100 x 1,000
+                                            [same] [20 x 1,000]
   dd      a dd writer (oflag=direct,dsync, 1 GiB) next to the deletion of
-          4,000 fragmented 1 MiB files, by each peer  [256 MiB, 1,000]
+          4,000 fragmented 1 MiB files, by each peer
+                                            [512 MiB, 1,000] [128 MiB, 250]
 
 --peer 'NAME=CMD' adds a deleter (to every delete scenario and to dd);
 CMD is split like a shell line and may use {top} (the checkout), {empty},
@@ -69,12 +70,23 @@ MTIME = '1000000000'		# sync trees: equal mtimes, so -a updates nothing
 
 # mktree arguments per scenario (the target directory is appended).
 SIZES = {
+    # make bench: a few minutes on 2 cores, one filesystem.
     'quick': {
+        'flat': ['flat', '20000'], 'rflat': ['rflat', '20000'],
+        'wide': ['wide', '100', '200'], 'deep': ['deep', '500', '20'],
+        'big': ['-z', '1M', 'flat', '250'],
+        'small': ['-z', '4K', 'wide', '20', '500'],
+        'sync': ['wide', '40', '500'], 'ssh': ['wide', '20', '1000'],
+        'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
+    },
+    # A fifth of the full trees (the deep and ssh ones at full size): what
+    # a shared 2-core machine can run on three filesystems in an hour.
+    'mid': {
         'flat': ['flat', '100000'], 'rflat': ['rflat', '100000'],
-        'wide': ['wide', '200', '500'], 'deep': ['deep', '1000', '20'],
-        'big': ['-z', '1M', 'flat', '1000'],
+        'wide': ['wide', '200', '500'], 'deep': ['deep', '2000', '50'],
+        'big': ['-z', '1M', 'flat', '4000'],
         'small': ['-z', '4K', 'wide', '20', '1000'],
-        'sync': ['wide', '100', '1000'], 'ssh': ['wide', '20', '1000'],
+        'sync': ['wide', '100', '1000'], 'ssh': ['wide', '100', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
     },
     'full': {
@@ -86,7 +98,7 @@ SIZES = {
         'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
     },
 }
-DD_MIB = {'quick': 256, 'full': 1024}
+DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
 
 # Peers: name -> argv template.  {top}, {empty}, {target}, {src}, {ssh}
 # and {rimraf} are filled in per run.
@@ -734,11 +746,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split('\n\n', 2)[2])
-    ap.add_argument('--quick', action='store_true', help='small trees (make bench)')
+    ap.add_argument('--quick', action='store_true',
+                    help='make bench: --size quick, and unless given --fs ext4 --scenarios '
+                    'flat,rflat,wide,deep,big,sync,ssh,dd')
+    ap.add_argument('--size', choices=('quick', 'mid', 'full'), default='full',
+                    help='tree sizes (see above; default full)')
     ap.add_argument('--runs', type=int, default=3, help='counted runs per cell (default 3)')
-    ap.add_argument('--fs', default='ext4,xfs,tmpfs',
-                    help='ext4, xfs, xfs-lb256k (logbsize=256k), btrfs, tmpfs')
-    ap.add_argument('--scenarios', default='flat,rflat,wide,deep,big,sync,ssh')
+    ap.add_argument('--fs', default=None,
+                    help='ext4, xfs, xfs-lb256k (logbsize=256k), btrfs, tmpfs '
+                    '(default ext4,xfs,tmpfs)')
+    ap.add_argument('--scenarios', default=None, help='default: flat,rflat,wide,deep,big,sync,ssh')
     ap.add_argument('--cache', default='cold', help='cold, warm or cold,warm')
     ap.add_argument('--peers', default='',
                     help='only these peers in the delete and dd scenarios (names as printed)')
@@ -773,7 +790,11 @@ def main():
         return
 
     sh(['make', '-s', '-C', BENCH, 'mktree'], check=True, stdout=subprocess.DEVNULL)
-    mode = 'quick' if a.quick else 'full'
+    mode = 'quick' if a.quick else a.size
+    if a.fs is None:
+        a.fs = 'ext4' if a.quick else 'ext4,xfs,tmpfs'
+    if a.scenarios is None:
+        a.scenarios = 'flat,rflat,wide,deep,big,sync,ssh' + (',dd' if a.quick else '')
     sizes = dict(SIZES[mode])
     for t in a.tree:
         sc, args = t.split('=', 1)
