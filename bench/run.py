@@ -180,8 +180,14 @@ def sh(argv, **kw):
     return subprocess.run(argv, **kw)
 
 
-def drop_caches():
-    sh(['sync'])
+def sync_fs(path):
+    """Flush our filesystem only: a global sync waits for everything else
+    the (shared) machine is writing."""
+    sh(['sync', '-f', path])
+
+
+def drop_caches(path):
+    sync_fs(path)
     try:
         with open('/proc/sys/vm/drop_caches', 'w') as f:
             f.write('3\n')
@@ -510,9 +516,9 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             remove(target)
             make_tree((['-t', MTIME] if scenario == 'sync' else []) + spec, target, user)
             if cache == 'cold':
-                drop_caches()
+                drop_caches(m.path)
             else:
-                sh(['sync'])
+                sync_fs(m.path)
             argv = fill(tmpl[n], dict(vals, target=target))
             if user:
                 argv = user(argv)
@@ -580,9 +586,9 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
                 os.unlink(ddout)
             make_tree(spec, target)
             if cache == 'cold':
-                drop_caches()
+                drop_caches(m.path)
             else:
-                sh(['sync'])
+                sync_fs(m.path)
             if throttle:
                 throttle.on()
             try:
