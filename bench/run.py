@@ -127,7 +127,10 @@ SSH_PEERS = [
                                      '--rsync-path={top}/rsync-stock', '{empty}/',
                                      '127.0.0.1:{target}/']),
     ('rm -rf', ['rm', '-rf', '{target}']),
+    # The fixed cost of the link alone: log in, run nothing.
+    ('ssh 127.0.0.1 true', ['sh', '-c', '{ssh} 127.0.0.1 true']),
 ]
+LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
 DD_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf']
 
 # Issue 6's targets: ratio of rsync-de's median to the peer's, same run.
@@ -514,7 +517,8 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             if n in cell.failed:
                 continue
             remove(target)
-            make_tree((['-t', MTIME] if scenario == 'sync' else []) + spec, target, user)
+            if n not in LINK_ONLY:
+                make_tree((['-t', MTIME] if scenario == 'sync' else []) + spec, target, user)
             if cache == 'cold':
                 drop_caches(m.path)
             else:
@@ -523,7 +527,7 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             if user:
                 argv = user(argv)
             secs, rc, err, kib = timed(argv, os.path.join(m.path, 'rss.out'))
-            left = count_entries(target)
+            left = count_entries(target) if n not in LINK_ONLY else expect_left
             remove(target)
             cell.rss[n] = max(cell.rss[n], kib)
             if rc != 0 or left != expect_left:
@@ -680,6 +684,30 @@ def print_dd(out, title, names, rec):
 DE = ('rsync-de --delete-only', 'rsync-de -a --delete')
 
 
+def details(records, out):
+    """Every cell's own table again, from --json records."""
+    for r in records:
+        sz = ' '.join(r['spec'])
+        title = f'{r["fs"]}, {r["scenario"]} ({sz}), {r["cache"]} cache, {r["date"]}'
+        if r['kind'] == 'dd':
+            names = list(r['rows'])
+            print_dd(out, f'{r["fs"]}, dd {r["dd_mib"]} MiB next to deleting {sz} '
+                     f'({r["cache"]} cache, {r["date"]})'
+                     + (f', throttled {r["throttle"]}' if r['throttle'] else ''), names, r['rows'])
+            continue
+        names = list(r['peers'])
+        cell = Cell(names)
+        for n, p in r['peers'].items():
+            cell.times[n], cell.rss[n] = p['times'], p['rss_kib']
+            if p['failed']:
+                cell.failed[n] = p['failed']
+        if r['scenario'] == 'ssh':
+            print_cell(out, title, names, cell, base=(SSH_PEERS[0][0], 'rm -rf'))
+        else:
+            print_cell(out, title, names, cell)
+        out(f'\nmount: {r["mount"]}')
+
+
 def summarize(records, out):
     """The ratio table over every delete/sync cell, then ssh and dd."""
     cells = [r for r in records if r['kind'] == 'cell' and r['scenario'] != 'ssh']
@@ -716,8 +744,8 @@ def summarize(records, out):
     if sshs:
         out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
         out('| tree | fs | cache | rsync-de ssh push s | rsync-de local s | ssh / local (issue 5: <= 1.15) '
-            '| stock ssh / local | rsync-de ssh vs rm -rf |')
-        out('| --- | --- | --- | --- | --- | --- | --- | --- |')
+            '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for r in sshs:
         med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
         de_s, de_l = med.get(SSH_PEERS[1][0]), med.get(SSH_PEERS[0][0])
@@ -726,8 +754,10 @@ def summarize(records, out):
         sz = ' '.join(a for a in r['spec'] if not a.startswith('-'))
         f = lambda x: f'{x:.3f}' if x else 'failed'
         q = lambda a, b: f'{a / b:.2f}' if a and b else '-'
+        login = med.get(SSH_PEERS[-1][0])
         out(f'| {sz} | {r["fs"]} | {r["cache"]} | {f(de_s)} | {f(de_l)} | {q(de_s, de_l)} '
-            f'| {q(st_s, st_l)} | {q(de_s, rm)} |')
+            f'| {q(st_s, st_l)} | {q(de_s, rm)} | {f(login) if login else "-"} '
+            f'| {q(de_s - login, de_l) if login and de_s else "-"} |')
     dds = [r for r in records if r['kind'] == 'dd']
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
@@ -780,6 +810,8 @@ def main():
     ap.add_argument('--out', default=None, help='also write the report here')
     ap.add_argument('--summarize', nargs='+', default=None, metavar='FILE.jsonl',
                     help='print the summary tables of earlier --json runs')
+    ap.add_argument('--details', action='store_true',
+                    help='with --summarize: every cell\'s table too')
     a = ap.parse_args()
 
     outf = open(a.out, 'a') if a.out else None
@@ -793,6 +825,8 @@ def main():
     if a.summarize:
         recs = [json.loads(l) for f in a.summarize for l in open(f) if l.strip()]
         summarize(recs, out)
+        if a.details:
+            details(recs, out)
         return
 
     sh(['make', '-s', '-C', BENCH, 'mktree'], check=True, stdout=subprocess.DEVNULL)
@@ -827,6 +861,9 @@ def main():
     def usable(peers, filtered=True):
         got = []
         for n, t in peers:
+            if n.startswith('ssh '):
+                got.append((n, t))
+                continue
             if filtered and want and n not in want and n not in dict(extra):
                 continue
             exe = t[0].format(top=TOP, rimraf=vals.get('rimraf') or '')
