@@ -126,6 +126,10 @@ SSH_PEERS = [
     ('stock -a --delete, ssh push', ['{top}/rsync-stock', '-a', '--delete', '-e', '{ssh}',
                                      '--rsync-path={top}/rsync-stock', '{empty}/',
                                      '127.0.0.1:{target}/']),
+    # Over an open ControlMaster connection: the push without the login.
+    ('rsync-de --delete-only, ssh push, open connection',
+     ['{top}/rsync', '--delete-only', '-e', '{sshmux}', '--rsync-path={top}/rsync',
+      '{empty}/', '127.0.0.1:{target}/']),
     ('rm -rf', ['rm', '-rf', '{target}']),
     # The fixed cost of the link alone: log in, run nothing.
     ('ssh 127.0.0.1 true', ['sh', '-c', '{ssh} 127.0.0.1 true']),
@@ -403,6 +407,7 @@ class Sshd:
                 '--shell', '/bin/sh', SSH_USER], check=True)
             self.pw = pwd.getpwnam(SSH_USER)
         sh(['usermod', '-p', '*', SSH_USER], check=True)
+        self.proc = self.sshmux = None
         self.dir = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
         os.chmod(self.dir, 0o755)
         on_exit(self.close)
@@ -435,15 +440,28 @@ class Sshd:
         for _ in range(50):
             if sh(self.as_user(self.ssh.split() + ['127.0.0.1', 'true']),
                   capture_output=True).returncode == 0:
-                return
+                break
             time.sleep(0.1)
-        raise OSError(f'sshd did not come up: {open(self.dir + "/sshd.log").read()}')
+        else:
+            raise OSError(f'sshd did not come up: {open(self.dir + "/sshd.log").read()}')
+        # A master connection that later ssh runs reuse (ControlPath).
+        mux = os.path.join(self.dir, 'mux')
+        os.mkdir(mux)
+        os.chown(mux, self.pw.pw_uid, self.pw.pw_gid)
+        self.sshmux = f'{self.ssh} -o ControlPath={mux}/c'
+        sh(self.as_user(self.sshmux.split() + ['-o', 'ControlMaster=yes', '-o',
+                                               'ControlPersist=yes', '-fN', '127.0.0.1']),
+           check=True)
 
     def as_user(self, argv):
         return ['setpriv', f'--reuid={self.pw.pw_uid}', f'--regid={self.pw.pw_gid}',
                 '--clear-groups', '--reset-env'] + argv
 
     def close(self):
+        if self.sshmux:
+            sh(self.as_user(self.sshmux.split() + ['-O', 'exit', '127.0.0.1']),
+               capture_output=True)
+            self.sshmux = None
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
@@ -744,8 +762,9 @@ def summarize(records, out):
     if sshs:
         out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
         out('| tree | fs | cache | rsync-de ssh push s | rsync-de local s | ssh / local (issue 5: <= 1.15) '
-            '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local |')
-        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+            '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local '
+            '| push over an open connection / local |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for r in sshs:
         med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
         de_s, de_l = med.get(SSH_PEERS[1][0]), med.get(SSH_PEERS[0][0])
@@ -757,7 +776,8 @@ def summarize(records, out):
         login = med.get(SSH_PEERS[-1][0])
         out(f'| {sz} | {r["fs"]} | {r["cache"]} | {f(de_s)} | {f(de_l)} | {q(de_s, de_l)} '
             f'| {q(st_s, st_l)} | {q(de_s, rm)} | {f(login) if login else "-"} '
-            f'| {q(de_s - login, de_l) if login and de_s else "-"} |')
+            f'| {q(de_s - login, de_l) if login and de_s else "-"} '
+            f'| {q(med.get(SSH_PEERS[4][0]), de_l)} |')
     dds = [r for r in records if r['kind'] == 'dd']
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
@@ -884,7 +904,7 @@ def main():
             scenarios.remove('ssh')
         else:
             sshd = Sshd()
-            vals['ssh'] = sshd.ssh
+            vals['ssh'], vals['sshmux'] = sshd.ssh, sshd.sshmux
 
     jsonf = open(a.json, 'a') if a.json else None
     records = []
