@@ -744,7 +744,8 @@ def summarize(records, out):
             if med.get(n) is None:
                 return 'failed' if n in r['peers'] else '-'
             if not base:
-                return '-'
+                st_failed = (r['peers'].get('stock -a --delete') or {}).get('failed')
+                return 'stock fails' if base is st and st_failed else '-'
             v = med[n] / base
             s = f'{v:.2f}'
             if limit is not None:
