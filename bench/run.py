@@ -477,22 +477,24 @@ def fill(template, vals):
 
 def timed(argv, rss_file, preexec=None):
     """Run argv under GNU time; return (wall seconds, exit code, last stderr
-    line, peak RSS KiB or 0)."""
+    line, peak RSS KiB or 0, CPU seconds (user + system, of the process and
+    the children it waited for) or None)."""
     if os.path.exists('/usr/bin/time'):
-        argv = ['/usr/bin/time', '-f', '%M', '-o', rss_file] + argv
+        argv = ['/usr/bin/time', '-f', '%U %S %M', '-o', rss_file] + argv
     t = time.monotonic()
     r = sh(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=3600,
            preexec_fn=preexec)
     secs = time.monotonic() - t
     err = r.stderr.decode(errors='replace').strip().splitlines()
-    kib = 0
+    kib, cpu = 0, None
     if os.path.exists(rss_file):
+        # GNU time writes "Command exited with non-zero status N" first.
         words = open(rss_file).read().split()
         os.unlink(rss_file)
-        if words and words[-1].isdigit():
+        if len(words) >= 3 and words[-1].isdigit():
             kib = int(words[-1])
-        # GNU time writes "Command exited with non-zero status N" first.
-    return secs, r.returncode, err[-1][-200:] if err else '', kib
+            cpu = float(words[-3]) + float(words[-2])
+    return secs, r.returncode, err[-1][-200:] if err else '', kib, cpu
 
 
 class Cell:
@@ -501,6 +503,7 @@ class Cell:
     def __init__(self, names):
         self.times = {n: [] for n in names}
         self.rss = {n: 0 for n in names}
+        self.cpu = {n: [] for n in names}
         self.failed = {}
 
     def med(self, n):
@@ -544,7 +547,7 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             argv = fill(tmpl[n], dict(vals, target=target))
             if user:
                 argv = user(argv)
-            secs, rc, err, kib = timed(argv, os.path.join(m.path, 'rss.out'))
+            secs, rc, err, kib, cpu = timed(argv, os.path.join(m.path, 'rss.out'))
             left = count_entries(target) if n not in LINK_ONLY else expect_left
             remove(target)
             cell.rss[n] = max(cell.rss[n], kib)
@@ -554,6 +557,8 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
                 log(f'{m.fs} {scenario} {cache}: {n} FAILED: {cell.failed[n]}')
             elif rnd:
                 cell.times[n].append(secs)
+                if cpu is not None:
+                    cell.cpu[n].append(cpu)
             log(f'{m.fs} {scenario} {cache} round {rnd}: {n}: {secs:.3f} s')
     if scenario == 'sync':
         remove(vals['src'])
@@ -562,19 +567,21 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
 
 def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete')):
     out(f'\n## {title}\n')
-    out(f'| peer | median s | min-max s | vs {base[0]} | vs {base[1]} | peak RSS MiB |')
-    out('| --- | --- | --- | --- | --- | --- |')
+    out(f'| peer | median s | min-max s | vs {base[0]} | vs {base[1]} | peak RSS MiB '
+        '| CPU s (user+sys) |')
+    out('| --- | --- | --- | --- | --- | --- | --- |')
     b0, b1 = cell.med(base[0]) if base[0] in cell.times else None, \
         cell.med(base[1]) if base[1] in cell.times else None
     for n in names:
         if n in cell.failed:
-            out(f'| {n} | failed: {cell.failed[n]} | | | | {cell.rss[n] / 1024:.1f} |')
+            out(f'| {n} | failed: {cell.failed[n]} | | | | {cell.rss[n] / 1024:.1f} | |')
             continue
         med = cell.med(n)
         r0 = f'{med / b0:.2f}' if b0 else '-'
         r1 = f'{med / b1:.2f}' if b1 else '-'
+        cpu = f'{median(cell.cpu[n]):.3f}' if cell.cpu.get(n) else '-'
         out(f'| {n} | {med:.3f} | {min(cell.times[n]):.3f}-{max(cell.times[n]):.3f} '
-            f'| {r0} | {r1} | {cell.rss[n] / 1024:.1f} |')
+            f'| {r0} | {r1} | {cell.rss[n] / 1024:.1f} | {cpu} |')
 
 
 # ---- The dd scenario (seed 2) --------------------------------------------
@@ -717,6 +724,7 @@ def details(records, out):
         cell = Cell(names)
         for n, p in r['peers'].items():
             cell.times[n], cell.rss[n] = p['times'], p['rss_kib']
+            cell.cpu[n] = p.get('cpu', [])
             if p['failed']:
                 cell.failed[n] = p['failed']
         if r['scenario'] == 'ssh':
@@ -970,7 +978,8 @@ def main():
                         print_cell(out, title, names, cell)
                     record(dict(now, kind='cell', peers={
                         n: {'times': cell.times[n], 'rss_kib': cell.rss[n],
-                            'failed': cell.failed.get(n)} for n in names}))
+                            'cpu': cell.cpu[n], 'failed': cell.failed.get(n)}
+                        for n in names}))
         finally:
             m.close()
     summarize(records, out)
