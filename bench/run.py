@@ -198,8 +198,10 @@ def drop_caches(path):
     try:
         with open('/proc/sys/vm/drop_caches', 'w') as f:
             f.write('3\n')
-    except OSError:
-        pass
+    except OSError as e:
+        if not getattr(drop_caches, 'warned', False):
+            log(f'cannot drop the page cache ({e.strerror}): "cold" runs are warm')
+            drop_caches.warned = True
 
 
 def count_entries(path, files_only=False):
