@@ -768,7 +768,9 @@ def summarize(records, out):
         out(f'| {r["scenario"]} ({sz}) | {r["fs"]} | {r["cache"]} '
             f'| {ratio(DE[0], rm, lim_rm if r["scenario"] != "sync" else None)} '
             f'| {ratio(DE[0], st, lim_st)} | {ratio(DE[1], rm)} | {ratio(DE[1], st, lim_st if r["scenario"] == "sync" else None)} '
-            f'| {f"{rm:.3f}" if rm else "-"} | {f"{st:.3f}" if st else "failed"} | {rss / 1024:.1f} |')
+            f'| {f"{rm:.3f}" if rm else "-"} '
+            f'| {f"{st:.3f}" if st else ("failed" if "stock -a --delete" in r["peers"] else "-")} '
+            f'| {rss / 1024:.1f} |')
     sshs = [r for r in records if r['kind'] == 'cell' and r['scenario'] == 'ssh']
     if sshs:
         out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
@@ -971,7 +973,8 @@ def main():
                     try:
                         cell = run_cell(m, sc, spec, cache, peers, vals, a.runs, user)
                     finally:
-                        os.chown(work, 0, 0)
+                        if sc == 'ssh':
+                            os.chown(work, 0, 0)
                     names = [n for n, _ in peers]
                     if sc == 'ssh':
                         print_cell(out, title, names, cell,
