@@ -1,25 +1,60 @@
 #!/usr/bin/python3
 """Time deleters side by side on identical, freshly generated trees.
 
-Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,tmpfs]
-                    [--shapes flat,wide,deep] [--peers a,b,...] [--cold]
-                    [--dir DIR]
+Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,xfs-lb256k,btrfs,tmpfs]
+                    [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small]
+                    [--cache cold,warm] [--peers NAME,...] [--peer NAME=CMD]
+                    [--throttle wbps=20M,wiops=200] [--dir DIR]
+                    [--json FILE] [--out FILE]
+       bench/run.py --summarize FILE.jsonl ...
 
-For each filesystem (a loop image or a tmpfs mounted here when run as root;
-otherwise --dir, a directory the user names) and each tree shape, every
-peer deletes a fresh tree made by delete_engine/tools/mktree, the peers
-alternating within a round; with --cold the page cache is dropped before
-each timed run.  The first round is a warm-up and is not counted.  The
-report is a markdown table of median seconds (min-max), the ratio to
-rm -rf and to stock rsync, and peak RSS, followed by the machine's CPU,
-kernel and mount line.  Nothing is hard-coded: every number comes from
-this run.
+For each filesystem (a loop image or a tmpfs mounted here when run as root,
+always unmounted and removed afterwards, also on ctrl-C; otherwise --dir, a
+directory the user names), each cache state and each scenario, every peer
+deletes a fresh tree made by bench/mktree, the peers alternating within a
+round (forward, then reversed).  The first round is a warm-up and is not
+counted.  "cold" drops the page cache after making the tree, "warm" only
+syncs.  Each cell reports median seconds, min-max, the ratio of medians to
+rm -rf and to stock rsync, and peak RSS (GNU time's %M: the largest single
+process, not the sum); then CPU, cores, kernel and mount line.  Every
+number comes from this run; --json appends raw records that --summarize
+turns into the summary table again (several runs can be combined).
+
+Scenarios, full size [--size mid] [--quick]:
+  flat    500,000 files, sequential names   [100,000] [20,000]
+  rflat   500,000 files, random names       [100,000] [20,000]
+  wide    1,000 dirs x 1,000 files          [200 x 500] [100 x 200]
+  deep    2,000 levels x 50 files           [same] [500 x 20]
+  big     4,000 files of 1 MiB              [same] [250]
+  small   100 dirs x 1,000 files of 4 KiB, the seed's small-file case
+          (run it on xfs)                   [20 x 1,000] [20 x 500]
+  sync    rsync -a --delete SRC/ DST/: DST has 1,000 x 1,000 files, SRC
+          every second one with equal mtimes, so the run only deletes half
+                                            [100 x 1,000] [40 x 500]
+  ssh     --delete-only empty/ 127.0.0.1:T/ through a throwaway sshd on
+          loopback, against the same delete run locally: 100 x 1,000
+                                            [same] [20 x 1,000]
+  dd      a dd writer (oflag=direct,dsync, 1 GiB) next to the deletion of
+          4,000 fragmented 1 MiB files, by each peer
+                                            [512 MiB, 1,000] [128 MiB, 250]
+
+--peer 'NAME=CMD' adds a deleter (to every delete scenario and to dd);
+CMD is split like a shell line and may use {top} (the checkout), {empty},
+{target}, e.g. --peer 'polite={top}/rsync --delete-only --polite {empty}/ {target}/'.
+--throttle limits the loop device's I/O while dd runs (blkio on cgroup v1,
+io.max on cgroup v2), to make the virtual disk behave like a slow one.
 """
 
 import argparse
+import atexit
+import json
 import os
 import platform
+import pwd
+import shlex
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,77 +62,247 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MKTREE = os.path.join(TOP, 'delete_engine', 'tools', 'mktree')
+BENCH = os.path.join(TOP, 'bench')
+MKTREE = os.path.join(BENCH, 'mktree')
+NPM_CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'rsync-de', 'npm')
+SSH_USER = 'rsyncde-test'	# the same throwaway user as testsuite/delete-only-ssh_test.py
+MTIME = '1000000000'		# sync trees: equal mtimes, so -a updates nothing
 
-SHAPES = {
-    'quick': {'flat': ['flat', '100000'], 'wide': ['wide', '200', '500'],
-              'deep': ['deep', '1000', '20']},
-    'full': {'flat': ['flat', '500000'], 'wide': ['wide', '1000', '1000'],
-             'deep': ['deep', '2000', '50']},
+# mktree arguments per scenario (the target directory is appended).
+SIZES = {
+    # make bench: a few minutes on 2 cores, one filesystem.
+    'quick': {
+        'flat': ['flat', '20000'], 'rflat': ['rflat', '20000'],
+        'wide': ['wide', '100', '200'], 'deep': ['deep', '500', '20'],
+        'big': ['-z', '1M', 'flat', '250'],
+        'small': ['-z', '4K', 'wide', '20', '500'],
+        'sync': ['wide', '40', '500'], 'ssh': ['wide', '20', '1000'],
+        'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
+    },
+    # A fifth of the full trees (the deep and ssh ones at full size): what
+    # a shared 2-core machine can run on three filesystems in an hour.
+    'mid': {
+        'flat': ['flat', '100000'], 'rflat': ['rflat', '100000'],
+        'wide': ['wide', '200', '500'], 'deep': ['deep', '2000', '50'],
+        'big': ['-z', '1M', 'flat', '4000'],
+        'small': ['-z', '4K', 'wide', '20', '1000'],
+        'sync': ['wide', '100', '1000'], 'ssh': ['wide', '100', '1000'],
+        'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
+    },
+    'full': {
+        'flat': ['flat', '500000'], 'rflat': ['rflat', '500000'],
+        'wide': ['wide', '1000', '1000'], 'deep': ['deep', '2000', '50'],
+        'big': ['-z', '1M', 'flat', '4000'],
+        'small': ['-z', '4K', 'wide', '100', '1000'],
+        'sync': ['wide', '1000', '1000'], 'ssh': ['wide', '100', '1000'],
+        'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
+    },
 }
+DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
+
+# Peers: name -> argv template.  {top}, {empty}, {target}, {src}, {ssh}
+# and {rimraf} are filled in per run.
+DELETE_PEERS = [
+    ('rsync-de --delete-only', ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
+    ('rsync-de -a --delete', ['{top}/rsync', '-a', '--delete', '{empty}/', '{target}/']),
+    ('stock -a --delete', ['{top}/rsync-stock', '-a', '--delete', '{empty}/', '{target}/']),
+    ('debian -a --delete', ['/usr/bin/rsync', '-a', '--delete', '{empty}/', '{target}/']),
+    ('rm -rf', ['rm', '-rf', '{target}']),
+    ('find -delete', ['find', '{target}', '-delete']),
+    ('rimraf', ['{rimraf}', '{target}']),
+]
+SYNC_PEERS = [
+    ('rsync-de -a --delete', ['{top}/rsync', '-a', '--delete', '{src}/', '{target}/']),
+    ('rsync-de --delete-only', ['{top}/rsync', '--delete-only', '{src}/', '{target}/']),
+    ('stock -a --delete', ['{top}/rsync-stock', '-a', '--delete', '{src}/', '{target}/']),
+    ('debian -a --delete', ['/usr/bin/rsync', '-a', '--delete', '{src}/', '{target}/']),
+]
+SSH_PEERS = [
+    ('rsync-de --delete-only, local', ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
+    ('rsync-de --delete-only, ssh push', ['{top}/rsync', '--delete-only', '-e', '{ssh}',
+                                          '--rsync-path={top}/rsync', '{empty}/',
+                                          '127.0.0.1:{target}/']),
+    ('stock -a --delete, local', ['{top}/rsync-stock', '-a', '--delete', '{empty}/', '{target}/']),
+    ('stock -a --delete, ssh push', ['{top}/rsync-stock', '-a', '--delete', '-e', '{ssh}',
+                                     '--rsync-path={top}/rsync-stock', '{empty}/',
+                                     '127.0.0.1:{target}/']),
+    # Over an open ControlMaster connection: the push without the login.
+    ('rsync-de --delete-only, ssh push, open connection',
+     ['{top}/rsync', '--delete-only', '-e', '{sshmux}', '--rsync-path={top}/rsync',
+      '{empty}/', '127.0.0.1:{target}/']),
+    ('rm -rf', ['rm', '-rf', '{target}']),
+    # The fixed cost of the link alone: log in, run nothing.
+    ('ssh 127.0.0.1 true', ['sh', '-c', '{ssh} 127.0.0.1 true']),
+]
+LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
+DD_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf']
+
+# Issue 6's targets: ratio of rsync-de's median to the peer's, same run.
+def target_vs_rm(scenario, fs):
+    if scenario == 'wide':
+        return 0.50 if fs in ('ext4', 'tmpfs') else 0.85
+    return {'flat': 0.90, 'rflat': 0.90, 'deep': 0.70}.get(scenario, 1.0)
 
 
-def peers(top):
-    """name -> function(target) returning the argv that deletes target."""
-    empty = None
-
-    def rsync_with(binary, *opts):
-        def argv(target):
-            return [binary, *opts, empty + '/', target + '/']
-        return argv
-
-    p = {}
-    p['rsync-de --delete-only'] = rsync_with(os.path.join(top, 'rsync'), '--delete-only')
-    p['rsync-de -a --delete'] = rsync_with(os.path.join(top, 'rsync'), '-a', '--delete')
-    if os.access(os.path.join(top, 'rsync-stock'), os.X_OK):
-        p['stock -a --delete'] = rsync_with(os.path.join(top, 'rsync-stock'), '-a', '--delete')
-    if shutil.which('rsync') and os.path.realpath(shutil.which('rsync')) != os.path.join(top, 'rsync'):
-        p['debian rsync -a --delete'] = rsync_with(shutil.which('rsync'), '-a', '--delete')
-    p['rm -rf'] = lambda target: ['rm', '-rf', target]
-    p['find -delete'] = lambda target: ['find', target, '-delete']
-
-    def set_empty(path):
-        nonlocal empty
-        empty = path
-    return p, set_empty
+def target_vs_stock(scenario):
+    return {'wide': 0.45, 'deep': 0.45, 'sync': 0.50}.get(scenario, 0.60)
 
 
-def drop_caches():
-    subprocess.run(['sync'])
+# ---- Cleanup that survives ctrl-C and SIGTERM ------------------------------
+
+_cleanups = []
+
+
+def on_exit(fn):
+    """Register fn to run once at exit (latest first); returns fn."""
+    _cleanups.append(fn)
+    return fn
+
+
+def run_cleanups():
+    while _cleanups:
+        fn = _cleanups.pop()
+        try:
+            fn()
+        except Exception as e:	# cleanup must go on
+            print(f'bench: cleanup: {e}', file=sys.stderr)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f'signal {signum}')
+
+
+atexit.register(run_cleanups)
+signal.signal(signal.SIGTERM, _terminate)
+signal.signal(signal.SIGHUP, _terminate)
+
+
+# ---- Helpers -----------------------------------------------------------------
+
+def log(msg):
+    print(f'bench: {time.strftime("%H:%M:%S")} {msg}', file=sys.stderr, flush=True)
+
+
+def sh(argv, **kw):
+    return subprocess.run(argv, **kw)
+
+
+def sync_fs(path):
+    """Flush our filesystem only: a global sync waits for everything else
+    the (shared) machine is writing."""
+    sh(['sync', '-f', path])
+
+
+def drop_caches(path):
+    sync_fs(path)
     try:
         with open('/proc/sys/vm/drop_caches', 'w') as f:
             f.write('3\n')
-    except OSError:
-        pass
+    except OSError as e:
+        if not getattr(drop_caches, 'warned', False):
+            log(f'cannot drop the page cache ({e.strerror}): "cold" runs are warm')
+            drop_caches.warned = True
 
 
-def timed(argv):
-    """Run argv; return (wall seconds, exit code, last stderr line)."""
-    t = time.monotonic()
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    secs = time.monotonic() - t
-    err = r.stderr.decode(errors='replace').strip().splitlines()
-    return secs, r.returncode, err[-1][-200:] if err else ''
+def count_entries(path, files_only=False):
+    """Entries below path (find, not os.walk: deep trees are deeper than
+    Python's recursion limit).  0 when path is gone."""
+    if not os.path.lexists(path):
+        return 0
+    argv = ['find', path, '-mindepth', '1']
+    if files_only:
+        argv += ['-type', 'f']
+    return len(sh(argv + ['-printf', '.'], capture_output=True).stdout)
+
+
+def remove(path):
+    if os.path.lexists(path):
+        sh(['rm', '-rf', path], check=True)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def rimraf_path():
+    """rimraf from npm, installed once into NPM_CACHE (outside git).
+    Returns its path, or None with a note on stderr."""
+    exe = os.path.join(NPM_CACHE, 'node_modules', '.bin', 'rimraf')
+    if os.access(exe, os.X_OK):
+        return exe
+    if not shutil.which('npm'):
+        log('rimraf skipped: npm is not installed (apt-get install npm)')
+        return None
+    os.makedirs(NPM_CACHE, exist_ok=True)
+    r = sh(['npm', 'install', '--no-audit', '--no-fund', '--prefix', NPM_CACHE, 'rimraf'],
+           capture_output=True, text=True, timeout=300)
+    if r.returncode or not os.access(exe, os.X_OK):
+        log(f'rimraf skipped: npm install failed: {r.stderr.strip()[-300:]}')
+        return None
+    return exe
+
+
+def versions(vals):
+    out = []
+    for name, argv in (('rsync-de', [f'{TOP}/rsync', '--version']),
+                       ('stock', [f'{TOP}/rsync-stock', '--version']),
+                       ('debian', ['/usr/bin/rsync', '--version'])):
+        try:
+            line = sh(argv, capture_output=True, text=True).stdout.splitlines()[0]
+            out.append(f'{name}: {line.strip()}')
+        except (OSError, IndexError):
+            pass
+    if vals.get('rimraf'):
+        pkg = os.path.join(NPM_CACHE, 'node_modules', 'rimraf', 'package.json')
+        try:
+            out.append(f'rimraf: {json.load(open(pkg))["version"]} (node {sh(["node", "--version"], capture_output=True, text=True).stdout.strip()})')
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
+
+# ---- Filesystems -------------------------------------------------------------
+
+FS = {
+    # -N: the sync scenario needs 1.5M inodes; the default ratio gives
+    # 1M for a 16 GiB image.
+    'ext4': (['mkfs.ext4', '-q', '-F', '-N', '3000000'], None),
+    'xfs': (['mkfs.xfs', '-q', '-f'], None),
+    'xfs-lb256k': (['mkfs.xfs', '-q', '-f'], 'logbsize=256k'),
+    'btrfs': (['mkfs.btrfs', '-q', '-f'], None),
+}
 
 
 class Mount:
     """A scratch filesystem: a loop image or tmpfs when root, else --dir."""
 
-    def __init__(self, fs, base):
+    def __init__(self, fs, base, img_size):
         self.fs, self.base = fs, base
-        self.path = tempfile.mkdtemp(prefix=f'bench-{fs}-', dir=base)
+        self.path = tempfile.mkdtemp(prefix=f'rsyncde-bench-{fs}-', dir=base)
+        os.chmod(self.path, 0o755)
         self.img = None
+        self.mounted = False
+        on_exit(self.close)
         if fs == 'dir':
             return
         if fs == 'tmpfs':
-            subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=8g', 'tmpfs', self.path], check=True)
+            sh(['mount', '-t', 'tmpfs', '-o', f'size={img_size},nr_inodes=0', 'tmpfs',
+                self.path], check=True)
         else:
+            mkfs, opts = FS[fs]
             self.img = self.path + '.img'
-            subprocess.run(['truncate', '-s', '8G', self.img], check=True)
-            mkfs = {'ext4': ['mkfs.ext4', '-q', '-F'], 'xfs': ['mkfs.xfs', '-q', '-f'],
-                    'btrfs': ['mkfs.btrfs', '-q', '-f']}[fs]
-            subprocess.run(mkfs + [self.img], check=True)
-            subprocess.run(['mount', '-o', 'loop', self.img, self.path], check=True)
+            sh(['truncate', '-s', img_size, self.img], check=True)
+            sh(mkfs + [self.img], check=True, stdout=subprocess.DEVNULL)
+            sh(['mount', '-o', 'loop' + (',' + opts if opts else ''), self.img, self.path],
+               check=True)
+        self.mounted = True
+
+    def device(self):
+        """MAJ:MIN of the loop device, or None."""
+        if not self.img:
+            return None
+        st = os.stat(self.path)
+        return f'{os.major(st.st_dev)}:{os.minor(st.st_dev)}'
 
     def mount_line(self):
         for line in open('/proc/mounts'):
@@ -106,110 +311,696 @@ class Mount:
         return f'{self.path} (a directory on the host filesystem)'
 
     def close(self):
-        if self.fs != 'dir':
-            subprocess.run(['umount', self.path])
-        shutil.rmtree(self.path, ignore_errors=True)
-        if self.img:
+        if self.mounted:
+            for _ in range(10):
+                if sh(['umount', self.path], stderr=subprocess.DEVNULL).returncode == 0:
+                    break
+                time.sleep(0.5)
+            else:
+                sh(['umount', '-l', self.path])
+            self.mounted = False
+        if self.fs == 'dir':
+            shutil.rmtree(self.path, ignore_errors=True)
+        elif os.path.isdir(self.path):
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                pass
+        if self.img and os.path.exists(self.img):
             os.unlink(self.img)
 
 
+class Throttle:
+    """I/O limits on a loop device while a measurement runs, so that the
+    virtual disk behaves like a slow one.  cgroup v1: blkio.throttle.* in
+    the root group, which also holds the kernel's writeback and journal
+    threads, so everything that reaches the device is limited (the device
+    is our loop image only).  cgroup v2: io.max in a child group holding
+    the writer and the deleter; v2 charges their writeback to it too.
+    spec: 'wbps=20M,wiops=200,rbps=...,riops=...'."""
+
+    V1 = '/sys/fs/cgroup/blkio'
+    V2 = '/sys/fs/cgroup'
+
+    def __init__(self, spec, dev):
+        self.dev, self.limits, self.group = dev, {}, None
+        self.registered = False
+        for kv in spec.split(','):
+            k, v = kv.split('=')
+            mult = {'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}.get(v[-1].lower(), 1)
+            self.limits[k] = int(v.rstrip('kKmMgG')) * mult
+        self.v1 = os.path.exists(f'{self.V1}/blkio.throttle.write_bps_device')
+        self.v2 = not self.v1 and os.path.exists(f'{self.V2}/cgroup.controllers')
+        if not (self.v1 or self.v2):
+            raise OSError('no blkio (v1) or io (v2) cgroup controller')
+
+    def describe(self):
+        how = 'cgroup v1 blkio.throttle, root group' if self.v1 else 'cgroup v2 io.max'
+        return f'{self.dev} ' + ','.join(f'{k}={v}' for k, v in self.limits.items()) + f' ({how})'
+
+    def _v1_write(self, value_of):
+        names = {'wbps': 'write_bps', 'wiops': 'write_iops', 'rbps': 'read_bps',
+                 'riops': 'read_iops'}
+        for k, v in self.limits.items():
+            with open(f'{self.V1}/blkio.throttle.{names[k]}_device', 'w') as f:
+                f.write(f'{self.dev} {value_of(v)}\n')
+
+    def on(self):
+        if not self.registered:
+            on_exit(self.off)
+            self.registered = True
+        if self.v1:
+            self._v1_write(lambda v: v)
+            return
+        with open(f'{self.V2}/cgroup.subtree_control', 'w') as f:
+            f.write('+io\n')
+        self.group = f'{self.V2}/rsyncde-bench-{os.getpid()}'
+        os.makedirs(self.group, exist_ok=True)
+        with open(f'{self.group}/io.max', 'w') as f:
+            f.write(f'{self.dev} ' + ' '.join(f'{k}={v}' for k, v in self.limits.items()) + '\n')
+
+    def preexec(self):
+        """For Popen(preexec_fn=): join the v2 group (v1: nothing)."""
+        if self.group:
+            with open(f'{self.group}/cgroup.procs', 'w') as f:
+                f.write('0\n')
+
+    def off(self):
+        if self.v1:
+            self._v1_write(lambda v: 0)
+        elif self.group and os.path.isdir(self.group):
+            try:
+                os.rmdir(self.group)
+            except OSError:
+                pass
+            self.group = None
+
+
+class Sshd:
+    """A throwaway sshd on 127.0.0.1, the way testsuite/delete-only-ssh_test.py
+    starts one: its own host and client keys and config in a temporary
+    directory, StrictModes no, UsePAM no, login only as SSH_USER."""
+
+    def __init__(self):
+        try:
+            self.pw = pwd.getpwnam(SSH_USER)
+        except KeyError:
+            sh(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
+                '--shell', '/bin/sh', SSH_USER], check=True)
+            self.pw = pwd.getpwnam(SSH_USER)
+        sh(['usermod', '-p', '*', SSH_USER], check=True)
+        self.proc = self.sshmux = None
+        self.dir = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
+        os.chmod(self.dir, 0o755)
+        on_exit(self.close)
+        for key in ('host', 'client'):
+            sh(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', f'{self.dir}/{key}'],
+               check=True)
+        shutil.copy(f'{self.dir}/client.pub', f'{self.dir}/authorized_keys')
+        os.chmod(f'{self.dir}/authorized_keys', 0o644)
+        s = socket.socket()
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+        s.close()
+        with open(f'{self.dir}/sshd_config', 'w') as f:
+            f.write(f'ListenAddress 127.0.0.1\nPort {port}\nHostKey {self.dir}/host\n'
+                    f'AuthorizedKeysFile {self.dir}/authorized_keys\n'
+                    f'PidFile {self.dir}/sshd.pid\nStrictModes no\nUsePAM no\n'
+                    'PasswordAuthentication no\nKbdInteractiveAuthentication no\n'
+                    f'PermitRootLogin no\nAllowUsers {SSH_USER}\nLogLevel ERROR\n')
+        os.makedirs('/run/sshd', exist_ok=True)
+        self.proc = subprocess.Popen(['/usr/sbin/sshd', '-D', '-e', '-f',
+                                      f'{self.dir}/sshd_config'],
+                                     stderr=open(f'{self.dir}/sshd.log', 'w'))
+        # The client key is root's file; the user runs ssh, so it gets a copy.
+        shutil.copy(f'{self.dir}/client', f'{self.dir}/client.user')
+        os.chown(f'{self.dir}/client.user', self.pw.pw_uid, self.pw.pw_gid)
+        os.chmod(f'{self.dir}/client.user', 0o600)
+        self.ssh = (f'ssh -p {port} -i {self.dir}/client.user -o BatchMode=yes '
+                    '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null '
+                    '-o LogLevel=ERROR')
+        for _ in range(50):
+            if sh(self.as_user(self.ssh.split() + ['127.0.0.1', 'true']),
+                  capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise OSError(f'sshd did not come up: {open(self.dir + "/sshd.log").read()}')
+        # A master connection that later ssh runs reuse (ControlPath).
+        mux = os.path.join(self.dir, 'mux')
+        os.mkdir(mux)
+        os.chown(mux, self.pw.pw_uid, self.pw.pw_gid)
+        self.sshmux = f'{self.ssh} -o ControlPath={mux}/c'
+        sh(self.as_user(self.sshmux.split() + ['-o', 'ControlMaster=yes', '-o',
+                                               'ControlPersist=yes', '-fN', '127.0.0.1']),
+           check=True)
+
+    def as_user(self, argv):
+        return ['setpriv', f'--reuid={self.pw.pw_uid}', f'--regid={self.pw.pw_gid}',
+                '--clear-groups', '--reset-env'] + argv
+
+    def close(self):
+        if self.sshmux:
+            sh(self.as_user(self.sshmux.split() + ['-O', 'exit', '127.0.0.1']),
+               capture_output=True)
+            self.sshmux = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---- One timed run -----------------------------------------------------------
+
+def fill(template, vals):
+    return [t.format(**vals) for t in template]
+
+
+def timed(argv, rss_file, preexec=None):
+    """Run argv under GNU time; return (wall seconds, exit code, last stderr
+    line, peak RSS KiB or 0, CPU seconds (user + system, of the process and
+    the children it waited for) or None)."""
+    if os.path.exists('/usr/bin/time'):
+        argv = ['/usr/bin/time', '-f', '%U %S %M', '-o', rss_file] + argv
+    t = time.monotonic()
+    r = sh(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=3600,
+           preexec_fn=preexec)
+    secs = time.monotonic() - t
+    err = r.stderr.decode(errors='replace').strip().splitlines()
+    kib, cpu = 0, None
+    if os.path.exists(rss_file):
+        # GNU time writes "Command exited with non-zero status N" first.
+        words = open(rss_file).read().split()
+        os.unlink(rss_file)
+        if len(words) >= 3 and words[-1].isdigit():
+            kib = int(words[-1])
+            cpu = float(words[-3]) + float(words[-2])
+    return secs, r.returncode, err[-1][-200:] if err else '', kib, cpu
+
+
+class Cell:
+    """Results of one (filesystem, cache, scenario) cell."""
+
+    def __init__(self, names):
+        self.times = {n: [] for n in names}
+        self.rss = {n: 0 for n in names}
+        self.cpu = {n: [] for n in names}
+        self.failed = {}
+
+    def med(self, n):
+        return None if n in self.failed else median(self.times[n])
+
+
+def make_tree(spec, target, user=None):
+    argv = [MKTREE] + spec + [target]
+    if user:
+        argv = user(argv)
+    sh(argv, check=True, stdout=subprocess.DEVNULL)
+
+
+def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True):
+    """Time every peer on a fresh tree, runs + 1 rounds, the first dropped.
+    peers: list of (name, argv template).  Returns a Cell."""
+    names = [n for n, _ in peers]
+    tmpl = dict(peers)
+    cell = Cell(names)
+    work = vals['work']
+    target = os.path.join(work, 't')
+    expect_left = 0
+    if scenario == 'sync':
+        src = os.path.join(work, 's')
+        remove(src)
+        make_tree(['-S', '2', '-t', MTIME] + spec, src)
+        vals['src'] = src
+        expect_left = count_entries(src)
+    for rnd in range(runs + 1):
+        order = names if rnd % 2 == 0 or not rotate else list(reversed(names))
+        for n in order:
+            if n in cell.failed:
+                continue
+            remove(target)
+            if n not in LINK_ONLY:
+                make_tree((['-t', MTIME] if scenario == 'sync' else []) + spec, target, user)
+            if cache == 'cold':
+                drop_caches(m.path)
+            else:
+                sync_fs(m.path)
+            argv = fill(tmpl[n], dict(vals, target=target))
+            if user:
+                argv = user(argv)
+            secs, rc, err, kib, cpu = timed(argv, os.path.join(m.path, 'rss.out'))
+            left = count_entries(target) if n not in LINK_ONLY else expect_left
+            remove(target)
+            cell.rss[n] = max(cell.rss[n], kib)
+            if rc != 0 or left != expect_left:
+                # A peer that cannot do the job is reported, not timed.
+                cell.failed[n] = f'exit {rc}, {left} entries left (expected {expect_left}): {err}'
+                log(f'{m.fs} {scenario} {cache}: {n} FAILED: {cell.failed[n]}')
+            elif rnd:
+                cell.times[n].append(secs)
+                if cpu is not None:
+                    cell.cpu[n].append(cpu)
+            log(f'{m.fs} {scenario} {cache} round {rnd}: {n}: {secs:.3f} s')
+    if scenario == 'sync':
+        remove(vals['src'])
+    return cell
+
+
+def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete')):
+    out(f'\n## {title}\n')
+    out(f'| peer | median s | min-max s | vs {base[0]} | vs {base[1]} | peak RSS MiB '
+        '| CPU s (user+sys) |')
+    out('| --- | --- | --- | --- | --- | --- | --- |')
+    b0, b1 = cell.med(base[0]) if base[0] in cell.times else None, \
+        cell.med(base[1]) if base[1] in cell.times else None
+    for n in names:
+        if n in cell.failed:
+            out(f'| {n} | failed: {cell.failed[n]} | | | | {cell.rss[n] / 1024:.1f} | |')
+            continue
+        med = cell.med(n)
+        r0 = f'{med / b0:.2f}' if b0 else '-'
+        r1 = f'{med / b1:.2f}' if b1 else '-'
+        cpu = f'{median(cell.cpu[n]):.3f}' if cell.cpu.get(n) else '-'
+        out(f'| {n} | {med:.3f} | {min(cell.times[n]):.3f}-{max(cell.times[n]):.3f} '
+            f'| {r0} | {r1} | {cell.rss[n] / 1024:.1f} | {cpu} |')
+
+
+# ---- The dd scenario (seed 2) --------------------------------------------
+
+def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=print):
+    """A dd writer (oflag=direct,dsync, dd_mib MiB) runs alone and next to
+    the deletion of a fresh tree (bench/mktree spec) by each peer.  Rounds
+    alternate the peers and "alone", the first round is dropped.  The
+    deletion starts once dd has written 1/8 of its data, so it meets a
+    writer in steady state.  Reported per peer: the deletion's time, the
+    writer's MB/s over its whole run and during the deletion (bytes dd
+    wrote between the deleter's start and end, from the size of its file),
+    and the same for dd alone.  throttle: a Throttle, on while dd runs.
+    peers: list of (name, argv template).  Returns the record for --json.
+
+    This is the function to reuse for a polite mode: pass its peer with
+    --peer NAME=CMD --scenarios dd, and --throttle for a slow disk."""
+    names = ['dd alone'] + [n for n, _ in peers]
+    tmpl = dict(peers)
+    rec = {n: {'del': [], 'dd': [], 'win': [], 'rss': 0, 'failed': None} for n in names}
+    target = os.path.join(vals['work'], 't')
+    ddout = os.path.join(m.path, 'dd.out')
+    total = dd_mib << 20
+    for rnd in range(runs + 1):
+        order = names if rnd % 2 == 0 else list(reversed(names))
+        for n in order:
+            if rec[n]['failed']:
+                continue
+            remove(target)
+            if os.path.exists(ddout):
+                os.unlink(ddout)
+            make_tree(spec, target)
+            if cache == 'cold':
+                drop_caches(m.path)
+            else:
+                sync_fs(m.path)
+            if throttle:
+                throttle.on()
+            try:
+                t0 = time.monotonic()
+                dd = subprocess.Popen(['dd', 'if=/dev/zero', f'of={ddout}', 'bs=1M',
+                                       f'count={dd_mib}', 'oflag=direct,dsync'],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      preexec_fn=throttle.preexec if throttle else None)
+                dd_end = None
+                if n != 'dd alone':
+                    while dd.poll() is None and (not os.path.exists(ddout) or
+                                                 os.path.getsize(ddout) < total // 8):
+                        time.sleep(0.005)
+                    argv = fill(tmpl[n], dict(vals, target=target))
+                    rss_file = os.path.join(m.path, 'rss.out')
+                    if os.path.exists('/usr/bin/time'):
+                        argv = ['/usr/bin/time', '-f', '%M', '-o', rss_file] + argv
+                    s0, d0 = os.path.getsize(ddout), time.monotonic()
+                    dp = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE,
+                                          preexec_fn=throttle.preexec if throttle else None)
+                    d1 = s1 = None
+                    while d1 is None:
+                        if dp.poll() is not None:
+                            d1, s1 = time.monotonic(), os.path.getsize(ddout)
+                        elif dd_end is None and dd.poll() is not None:
+                            dd_end, dd_size = time.monotonic(), os.path.getsize(ddout)
+                        else:
+                            time.sleep(0.002)
+                    err = dp.stderr.read().decode(errors='replace').strip().splitlines()
+                    if os.path.exists(rss_file):
+                        words = open(rss_file).read().split()
+                        os.unlink(rss_file)
+                        if words and words[-1].isdigit():
+                            rec[n]['rss'] = max(rec[n]['rss'], int(words[-1]))
+                    # If dd ended first, the window is the overlap.
+                    if dd_end is not None:
+                        win = (dd_size - s0) / max(dd_end - d0, 1e-6) / 1e6
+                    else:
+                        win = (s1 - s0) / max(d1 - d0, 1e-6) / 1e6
+                    left = count_entries(target)
+                    if dp.returncode or left:
+                        rec[n]['failed'] = f'exit {dp.returncode}, {left} left: {err[-1] if err else ""}'
+                dd.wait()
+                t1 = time.monotonic()
+            finally:
+                if throttle:
+                    throttle.off()
+            ddmbs = total / (t1 - t0) / 1e6
+            if dd.returncode:
+                raise OSError(f'dd failed: {dd.stderr.read().decode(errors="replace")}')
+            log(f'{m.fs} dd {cache} round {rnd}: {n}: dd {ddmbs:.1f} MB/s'
+                + ('' if n == 'dd alone' else f', delete {d1 - d0:.3f} s, dd during it {win:.1f} MB/s'))
+            if rnd and not rec[n]['failed']:
+                rec[n]['dd'].append(ddmbs)
+                if n != 'dd alone':
+                    rec[n]['del'].append(d1 - d0)
+                    rec[n]['win'].append(win)
+    remove(target)
+    if os.path.exists(ddout):
+        os.unlink(ddout)
+    print_dd(out, f'{m.fs}, dd {dd_mib} MiB next to deleting {" ".join(spec)} ({cache} cache)'
+             + (f', throttled {throttle.describe()}' if throttle else ''), names, rec)
+    return rec
+
+
+def print_dd(out, title, names, rec):
+    out(f'\n## {title}\n')
+    out('| deleter | delete median s (min-max) | dd MB/s, whole run (min-max) '
+        '| dd MB/s during the delete | whole run vs dd alone | peak RSS MiB |')
+    out('| --- | --- | --- | --- | --- | --- |')
+    alone = median(rec['dd alone']['dd'])
+    for n in names:
+        r = rec[n]
+        if r['failed']:
+            out(f'| {n} | failed: {r["failed"]} | | | | |')
+            continue
+        dd = median(r['dd'])
+        dds = f'{dd:.1f} ({min(r["dd"]):.1f}-{max(r["dd"]):.1f})'
+        if n == 'dd alone':
+            out(f'| (none: dd alone) | - | {dds} | - | 1.00 | - |')
+            continue
+        out(f'| {n} | {median(r["del"]):.3f} ({min(r["del"]):.3f}-{max(r["del"]):.3f}) '
+            f'| {dds} | {median(r["win"]):.1f} | {dd / alone:.2f} | {r["rss"] / 1024:.1f} |')
+
+
+# ---- Summary -----------------------------------------------------------------
+
+DE = ('rsync-de --delete-only', 'rsync-de -a --delete')
+
+
+def details(records, out):
+    """Every cell's own table again, from --json records."""
+    for r in records:
+        sz = ' '.join(r['spec'])
+        title = f'{r["fs"]}, {r["scenario"]} ({sz}), {r["cache"]} cache, {r["date"]}'
+        if r['kind'] == 'dd':
+            names = list(r['rows'])
+            print_dd(out, f'{r["fs"]}, dd {r["dd_mib"]} MiB next to deleting {sz} '
+                     f'({r["cache"]} cache, {r["date"]})'
+                     + (f', throttled {r["throttle"]}' if r['throttle'] else ''), names, r['rows'])
+            continue
+        names = list(r['peers'])
+        cell = Cell(names)
+        for n, p in r['peers'].items():
+            cell.times[n], cell.rss[n] = p['times'], p['rss_kib']
+            cell.cpu[n] = p.get('cpu', [])
+            if p['failed']:
+                cell.failed[n] = p['failed']
+        if r['scenario'] == 'ssh':
+            print_cell(out, title, names, cell, base=(SSH_PEERS[0][0], 'rm -rf'))
+        else:
+            print_cell(out, title, names, cell)
+        out(f'\nmount: {r["mount"]}')
+
+
+def summarize(records, out):
+    """The ratio table over every delete/sync cell, then ssh and dd."""
+    cells = [r for r in records if r['kind'] == 'cell' and r['scenario'] != 'ssh']
+    if cells:
+        out('\n## Summary: rsync-de against rm -rf and stock rsync (ratio of medians)\n')
+        out('Ratios below 1 mean rsync-de is faster.  "target" is issue 6\'s limit; '
+            '**bold** marks a miss.\n')
+        out('| scenario | fs | cache | --delete-only vs rm -rf (target) | vs stock (target) '
+            '| -a --delete vs rm -rf | vs stock | rm -rf s | stock s | rsync-de peak RSS MiB |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+    for r in cells:
+        med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
+        rm, st = med.get('rm -rf'), med.get('stock -a --delete')
+
+        def ratio(n, base, limit=None):
+            if med.get(n) is None:
+                return 'failed' if n in r['peers'] else '-'
+            if not base:
+                st_failed = (r['peers'].get('stock -a --delete') or {}).get('failed')
+                return 'stock fails' if base is st and st_failed else '-'
+            v = med[n] / base
+            s = f'{v:.2f}'
+            if limit is not None:
+                s = (f'**{s}**' if v > limit else s) + f' ({limit:.2f})'
+            return s
+        lim_rm = target_vs_rm(r['scenario'], r['fs'].split('-')[0])
+        lim_st = target_vs_stock(r['scenario'])
+        rss = max((r['peers'][n]['rss_kib'] for n in DE if n in r['peers']), default=0)
+        sz = ' '.join(a for a in r['spec'] if not a.startswith('-'))
+        out(f'| {r["scenario"]} ({sz}) | {r["fs"]} | {r["cache"]} '
+            f'| {ratio(DE[0], rm, lim_rm if r["scenario"] != "sync" else None)} '
+            f'| {ratio(DE[0], st, lim_st)} | {ratio(DE[1], rm)} | {ratio(DE[1], st, lim_st if r["scenario"] == "sync" else None)} '
+            f'| {f"{rm:.3f}" if rm else "-"} '
+            f'| {f"{st:.3f}" if st else ("failed" if "stock -a --delete" in r["peers"] else "-")} '
+            f'| {rss / 1024:.1f} |')
+    sshs = [r for r in records if r['kind'] == 'cell' and r['scenario'] == 'ssh']
+    if sshs:
+        out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
+        out('| tree | fs | cache | rsync-de ssh push s | rsync-de local s | ssh / local (issue 5: <= 1.15) '
+            '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local '
+            '| push over an open connection / local |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+    for r in sshs:
+        med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
+        de_s, de_l = med.get(SSH_PEERS[1][0]), med.get(SSH_PEERS[0][0])
+        st_s, st_l = med.get(SSH_PEERS[3][0]), med.get(SSH_PEERS[2][0])
+        rm = med.get('rm -rf')
+        sz = ' '.join(a for a in r['spec'] if not a.startswith('-'))
+        f = lambda x: f'{x:.3f}' if x else 'failed'
+        q = lambda a, b: f'{a / b:.2f}' if a and b else '-'
+        login = med.get(SSH_PEERS[-1][0])
+        out(f'| {sz} | {r["fs"]} | {r["cache"]} | {f(de_s)} | {f(de_l)} | {q(de_s, de_l)} '
+            f'| {q(st_s, st_l)} | {q(de_s, rm)} | {f(login) if login else "-"} '
+            f'| {q(de_s - login, de_l) if login and de_s else "-"} '
+            f'| {q(med.get(SSH_PEERS[4][0]), de_l)} |')
+    dds = [r for r in records if r['kind'] == 'dd']
+    if dds:
+        out('\n## Summary: dd writer next to a deletion\n')
+        out('| fs | cache | throttle | dd alone MB/s | deleter | delete s | dd MB/s whole run '
+            '| dd MB/s during delete |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- |')
+    for r in dds:
+        alone = median(r['rows']['dd alone']['dd'])
+        for n, p in r['rows'].items():
+            if n == 'dd alone':
+                continue
+            if p['failed']:
+                out(f'| {r["fs"]} | {r["cache"]} | {r["throttle"] or "-"} | {alone:.1f} | {n} | failed | | |')
+                continue
+            out(f'| {r["fs"]} | {r["cache"]} | {r["throttle"] or "-"} | {alone:.1f} | {n} '
+                f'| {median(p["del"]):.3f} | {median(p["dd"]):.1f} | {median(p["win"]):.1f} |')
+
+
+# ---- Main --------------------------------------------------------------------
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--runs', type=int, default=3)
-    ap.add_argument('--fs', default='ext4,xfs,tmpfs')
-    ap.add_argument('--shapes', default='flat,wide,deep')
-    ap.add_argument('--peers', default='')
-    ap.add_argument('--cold', action='store_true')
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split('\n\n', 2)[2])
+    ap.add_argument('--quick', action='store_true',
+                    help='make bench: --size quick, and unless given --fs ext4 --scenarios '
+                    'flat,rflat,wide,deep,big,sync,ssh,dd')
+    ap.add_argument('--size', choices=('quick', 'mid', 'full'), default='full',
+                    help='tree sizes (see above; default full)')
+    ap.add_argument('--runs', type=int, default=3, help='counted runs per cell (default 3)')
+    ap.add_argument('--fs', default=None,
+                    help='ext4, xfs, xfs-lb256k (logbsize=256k), btrfs, tmpfs '
+                    '(default ext4,xfs,tmpfs)')
+    ap.add_argument('--scenarios', default=None, help='default: flat,rflat,wide,deep,big,sync,ssh')
+    ap.add_argument('--cache', default='cold', help='cold, warm or cold,warm')
+    ap.add_argument('--peers', default='',
+                    help='only these peers in the delete and dd scenarios (names as printed)')
+    ap.add_argument('--peer', action='append', default=[], metavar='NAME=CMD',
+                    help='an extra deleter; CMD may use {top} {empty} {target}')
+    ap.add_argument('--dd-peers', default=','.join(DD_PEERS),
+                    help='deleters for the dd scenario (default: %(default)s)')
+    ap.add_argument('--dd-mib', type=int, default=None, help='dd size (default 1024, quick 256)')
+    ap.add_argument('--throttle', default=None, metavar='wbps=20M,wiops=200',
+                    help='limit the loop device while dd runs')
+    ap.add_argument('--tree', action='append', default=[], metavar='SCENARIO=ARGS',
+                    help='other mktree arguments for a scenario, e.g. "flat=flat 200000"')
+    ap.add_argument('--img-size', default='16G', help='loop image / tmpfs size')
     ap.add_argument('--dir', default=None, help='non-root: where to make trees')
+    ap.add_argument('--json', default=None, help='append raw records (JSON lines) here')
+    ap.add_argument('--out', default=None, help='also write the report here')
+    ap.add_argument('--summarize', nargs='+', default=None, metavar='FILE.jsonl',
+                    help='print the summary tables of earlier --json runs')
+    ap.add_argument('--details', action='store_true',
+                    help='with --summarize: every cell\'s table too')
     a = ap.parse_args()
 
-    subprocess.run(['make', '-s', '-C', os.path.join(TOP, 'delete_engine'), 'tools'],
-                   check=True, stdout=subprocess.DEVNULL)
-    allpeers, set_empty = peers(TOP)
-    names = [n for n in allpeers if not a.peers or n in a.peers.split(',')]
-    sizes = SHAPES['quick' if a.quick else 'full']
+    outf = open(a.out, 'a') if a.out else None
+
+    def out(line=''):
+        print(line, flush=True)
+        if outf:
+            outf.write(line + '\n')
+            outf.flush()
+
+    if a.summarize:
+        recs = [json.loads(l) for f in a.summarize for l in open(f) if l.strip()]
+        summarize(recs, out)
+        if a.details:
+            details(recs, out)
+        return
+
+    sh(['make', '-s', '-C', BENCH, 'mktree'], check=True, stdout=subprocess.DEVNULL)
+    mode = 'quick' if a.quick else a.size
+    if a.fs is None:
+        a.fs = 'ext4' if a.quick else 'ext4,xfs,tmpfs'
+    if a.scenarios is None:
+        a.scenarios = 'flat,rflat,wide,deep,big,sync,ssh' + (',dd' if a.quick else '')
+    sizes = dict(SIZES[mode])
+    for t in a.tree:
+        sc, args = t.split('=', 1)
+        sizes[sc] = shlex.split(args)
+    dd_mib = a.dd_mib or DD_MIB[mode]
+    scenarios = a.scenarios.split(',')
+    for s in scenarios:
+        if s not in sizes:
+            sys.exit(f'bench: unknown scenario {s}')
     root = os.geteuid() == 0
     fss = a.fs.split(',') if root and not a.dir else ['dir']
+    for fs in fss:
+        if fs not in FS and fs not in ('tmpfs', 'dir'):
+            sys.exit(f'bench: unknown filesystem {fs}')
     base = a.dir or tempfile.gettempdir()
 
-    print(f'# rsync-de deletion benchmark, {time.strftime("%Y-%m-%d %H:%M")}')
-    print()
-    print(f'{a.runs} counted runs per cell after one warm-up round, peers alternated, '
-          f'fresh tree per run, {"cold" if a.cold else "warm"} cache. Ratios are of medians; '
-          '< 1 means faster than the peer named.')
+    vals = {'top': TOP}
+    want = a.peers.split(',') if a.peers else None
+    extra = []
+    for p in a.peer:
+        name, cmd = p.split('=', 1)
+        extra.append((name, shlex.split(cmd)))
+
+    def usable(peers, filtered=True):
+        got = []
+        for n, t in peers:
+            if n.startswith('ssh '):
+                got.append((n, t))
+                continue
+            if filtered and want and n not in want and n not in dict(extra):
+                continue
+            exe = t[0].format(top=TOP, rimraf=vals.get('rimraf') or '')
+            if not exe or not (shutil.which(exe) or os.access(exe, os.X_OK)):
+                continue
+            got.append((n, t))
+        return got
+    if any(s not in ('sync', 'ssh') for s in scenarios) and (not want or 'rimraf' in want):
+        vals['rimraf'] = rimraf_path()
+    delete_peers = usable(DELETE_PEERS + extra)
+    dd_names = a.dd_peers.split(',') + [n for n, _ in extra]
+    dd_peers = [(n, t) for n, t in delete_peers if n in dd_names]
+
+    sshd = None
+    if 'ssh' in scenarios:
+        if not root or not os.access('/usr/sbin/sshd', os.X_OK):
+            log('ssh scenario skipped: needs root and openssh-server')
+            scenarios.remove('ssh')
+        else:
+            sshd = Sshd()
+            vals['ssh'], vals['sshmux'] = sshd.ssh, sshd.sshmux
+
+    jsonf = open(a.json, 'a') if a.json else None
+    records = []
+
+    def record(r):
+        records.append(r)
+        if jsonf:
+            jsonf.write(json.dumps(r) + '\n')
+            jsonf.flush()
+
+    out(f'# rsync-de deletion benchmark, {time.strftime("%Y-%m-%d %H:%M %Z")}')
+    out()
+    out(f'{a.runs} counted runs per cell after one warm-up round, peers alternated, '
+        f'fresh tree per run. Ratios are of medians; < 1 means faster than the peer named.')
+    out(f'Command: bench/run.py {" ".join(shlex.quote(x) for x in sys.argv[1:])}')
     mounts = []
     for fs in fss:
-        m = Mount(fs, base)
+        m = Mount(fs, base, a.img_size)
         try:
+            mounts.append(m.mount_line())
+            work = os.path.join(m.path, 'w')
+            os.mkdir(work)
             empty = os.path.join(m.path, 'empty')
             os.mkdir(empty)
-            set_empty(empty)
-            for shape in a.shapes.split(','):
-                times = {n: [] for n in names}
-                rss = {n: 0 for n in names}
-                failed = {}
-                for rnd in range(a.runs + 1):
-                    for n in (names if rnd % 2 == 0 else list(reversed(names))):
-                        target = os.path.join(m.path, 't')
-                        subprocess.run([MKTREE] + sizes[shape][:] + [target], check=True,
-                                       stdout=subprocess.DEVNULL)
-                        if a.cold:
-                            drop_caches()
-                        else:
-                            subprocess.run(['sync'])
-                        argv = allpeers[n](target)
-                        if os.path.exists('/usr/bin/time'):
-                            argv = ['/usr/bin/time', '-f', '%M', '-o', target + '.rss'] + argv
-                        secs, rc, err = timed(argv)
-                        if os.path.exists(target + '.rss'):
-                            kib = open(target + '.rss').read().split()
-                            os.unlink(target + '.rss')
-                            if kib and kib[-1].isdigit():
-                                rss[n] = max(rss[n], int(kib[-1]))
-                        left = 0
-                        if os.path.exists(target):
-                            # find, not os.walk: the deep tree is deeper
-                            # than Python's recursion limit.
-                            left = len(subprocess.run(
-                                ['find', target, '-mindepth', '1', '-printf', '.'],
-                                capture_output=True).stdout)
-                            subprocess.run(['rm', '-rf', target], check=True)
-                        if rc != 0 or left:
-                            # A peer that cannot do the job is reported,
-                            # not timed; ours and rm -rf must not fail.
-                            failed[n] = f'exit {rc}, {left} left: {err}'
-                            if n.startswith('rsync-de') or n == 'rm -rf':
-                                sys.exit(f'bench: {n} failed on {fs} {shape}: {failed[n]}')
-                        elif rnd:
-                            times[n].append(secs)
-                med = {n: statistics.median(times[n]) for n in names if n not in failed}
-                print()
-                print(f'## {fs}, {shape} ({" ".join(sizes[shape][1:])})')
-                print()
-                print('| peer | median s | min-max s | vs rm -rf | vs stock | peak RSS MiB |')
-                print('| --- | --- | --- | --- | --- | --- |')
-                for n in names:
-                    if n in failed:
-                        print(f'| {n} | failed: {failed[n]} | | | | |')
+            vals.update(empty=empty, work=work)
+            for cache in a.cache.split(','):
+                for sc in scenarios:
+                    spec = sizes[sc]
+                    title = f'{fs}, {sc} ({" ".join(spec)}), {cache} cache'
+                    now = dict(date=time.strftime('%Y-%m-%d %H:%M'), fs=fs, cache=cache,
+                               scenario=sc, spec=spec, runs=a.runs, mount=m.mount_line())
+                    if sc == 'dd':
+                        thr = None
+                        if a.throttle:
+                            if m.device():
+                                thr = Throttle(a.throttle, m.device())
+                            else:
+                                log(f'{fs}: not a block device, dd runs unthrottled')
+                        rec = dd_scenario(m, spec, cache, dd_peers, vals, a.runs, dd_mib,
+                                          thr, out)
+                        record(dict(now, kind='dd', dd_mib=dd_mib, rows=rec,
+                                    throttle=thr.describe() if thr else None))
                         continue
-                    vs_rm = f'{med[n] / med["rm -rf"]:.2f}' if 'rm -rf' in med else '-'
-                    st = med.get('stock -a --delete')
-                    vs_st = f'{med[n] / st:.2f}' if st else '-'
-                    print(f'| {n} | {med[n]:.3f} | {min(times[n]):.3f}-{max(times[n]):.3f} '
-                          f'| {vs_rm} | {vs_st} | {rss[n] / 1024:.1f} |')
-                sys.stdout.flush()
-            mounts.append(m.mount_line())
+                    user = None
+                    if sc == 'sync':
+                        peers = usable(SYNC_PEERS, False)
+                    elif sc == 'ssh':
+                        peers = usable(SSH_PEERS, False)
+                        user = sshd.as_user
+                        os.chown(work, sshd.pw.pw_uid, sshd.pw.pw_gid)
+                    else:
+                        peers = delete_peers
+                    try:
+                        cell = run_cell(m, sc, spec, cache, peers, vals, a.runs, user)
+                    finally:
+                        if sc == 'ssh':
+                            os.chown(work, 0, 0)
+                    names = [n for n, _ in peers]
+                    if sc == 'ssh':
+                        print_cell(out, title, names, cell,
+                                   base=(SSH_PEERS[0][0], 'rm -rf'))
+                    else:
+                        print_cell(out, title, names, cell)
+                    record(dict(now, kind='cell', peers={
+                        n: {'times': cell.times[n], 'rss_kib': cell.rss[n],
+                            'cpu': cell.cpu[n], 'failed': cell.failed.get(n)}
+                        for n in names}))
         finally:
             m.close()
-
-    print()
+    summarize(records, out)
+    out()
     cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo')
                 if l.startswith('model name')), platform.processor())
-    print(f'CPU: {cpu}; cores: {os.cpu_count()}; kernel: {platform.release()}')
+    out(f'CPU: {cpu}; cores: {os.cpu_count()}; kernel: {platform.release()}')
+    for line in versions(vals):
+        out(f'peer: {line}')
     for line in mounts:
-        print(f'mount: {line}')
+        out(f'mount: {line}')
 
 
 if __name__ == '__main__':
-    main()
+    try:
+        main()
+    except KeyboardInterrupt as e:
+        run_cleanups()
+        sys.exit(f'bench: interrupted ({e}); scratch mounts and images removed')

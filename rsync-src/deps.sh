@@ -18,7 +18,8 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # (fpart) to run rsync-de as its workers' rsync.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux procps fpart"
-pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time"
+pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time rsync
+	openssh-server openssh-client"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
 

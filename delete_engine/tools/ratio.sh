@@ -9,7 +9,7 @@
 #
 # For each file system (a 4 GiB loop image for ext4/xfs/btrfs, a tmpfs
 # mount), shape and cache mode, it alternates de-rm and rm -rf RUNS times;
-# before every timed run a fresh tree is made with tools/mktree, then
+# before every timed run a fresh tree is made with bench/mktree, then
 # "sync" and, for cold runs, "echo 3 > /proc/sys/vm/drop_caches".  Prints
 # per-run seconds, the ratio of the medians de-rm/rm and the median of the
 # per-pair ratios (each de-rm run against the rm run right after it, which
@@ -79,7 +79,7 @@ for fs in $fss; do
 			i=0
 			while [ $i -lt "$runs" ]; do
 				for tool in de rm; do
-					"$here/mktree" $spec "$mnt/t"
+					"$here/../../bench/mktree" $spec "$mnt/t"
 					sync
 					if [ "$mode" = cold ]; then
 						echo 3 >/proc/sys/vm/drop_caches
