@@ -206,6 +206,7 @@ struct de_ctx {
 	 * not stall meanwhile. */
 	uint64_t unlinked;
 	pthread_t caller;			/* the thread in de_remove() */
+	unsigned caller_ticks;			/* its removals (emit.c) */
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
