@@ -144,6 +144,24 @@ struct de_hooks {
 	/* Matches each enter_dir, properly nested. */
 	void (*leave_dir)(void *arg, const char *relpath);
 	/*
+	 * Optional: called for every non-directory the engine would remove
+	 * (targets and entries inside them, those the enter_dir hook left to
+	 * be deleted), in canonical order, at the moment its removal is due,
+	 * instead of removing it.  dirfd is the engine's own fd of the
+	 * directory that holds name (do not close it; in a target it is the
+	 * caller's dirfd), relpath is the entry's path for messages.  Return
+	 * DE_A_DONE when the caller disposed of the entry relative to dirfd
+	 * (rsync: renamed it into a backup; reported DE_R_DONE and counted
+	 * as removed), DE_A_DELETE to have the engine unlink it as usual, or
+	 * DE_A_KEEP to leave it (a failure the caller has reported itself:
+	 * reported DE_R_KEPT, and its directories are kept).  It is called in
+	 * a dry run too, where it must change nothing.  Setting this hook
+	 * makes removals serial: the calling thread makes each one in order,
+	 * while workers read directories ahead.
+	 */
+	enum de_action (*dispose)(void *arg, int dirfd, const char *name,
+				  const char *relpath, enum de_type type);
+	/*
 	 * Optional: rsync's ascending sort order of two names in one
 	 * directory (<0, 0, >0).  Must be pure and reentrant: it may run on
 	 * worker threads.  NULL: protocol >= 29 order (non-directories

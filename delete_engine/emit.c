@@ -8,13 +8,13 @@
  * Modes (chosen per run):
  *  - unordered (default): workers remove; finished directories are queued
  *    as events, reports come in completion order.
- *  - ordered (DE_F_ORDERED, enter_dir, dry run, max_delete): the calling
+ *  - ordered (DE_F_ORDERED, enter_dir, and the serial cases): the calling
  *    thread walks the tree in canonical order and waits for each entry's
  *    outcome; workers scan and remove ahead of it, at most win_max scanned
  *    directories ahead (memory bound: win_max listings + the walk's path).
- *  - serial (dry run, max_delete): workers only scan ahead; the calling
- *    thread makes each removal itself, in canonical order, so the limit is
- *    exact.
+ *  - serial (dry run, max_delete, dispose): workers only scan ahead; the
+ *    calling thread makes each removal itself, in canonical order, so the
+ *    limit is exact and the dispose hook runs when each entry is due.
  */
 #include "internal.h"
 
@@ -278,6 +278,26 @@ static void limit_take(de_ctx *ctx)
 		ctx->limit_left--;
 }
 
+/* Serial mode: ask the dispose hook about entry e of n, whose fd (pinned)
+ * is fd. */
+static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
+				   const struct de__ent *e, int fd)
+{
+	long dlen = dir_path(ctx, n, e->len + 1);
+	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
+	enum de_action a;
+
+	if (dlen < 0)
+		return DE_A_KEEP;	/* no memory for its name: keep it */
+	if (pos)
+		ctx->pbuf[dlen] = '/';
+	memcpy(ctx->pbuf + pos, de__ent_name(n, e), e->len);
+	ctx->pbuf[pos + e->len] = 0;
+	a = ctx->hooks->dispose(ctx->hooks->arg, fd, de__ent_name(n, e), ctx->pbuf,
+				(enum de_type)e->type);
+	return a == DE_A_DONE || a == DE_A_KEEP ? a : DE_A_DELETE;
+}
+
 /* Serial mode: remove (or not) one non-directory entry of n. */
 static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 {
@@ -294,7 +314,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		ctx->limit_hit = 1;
 		return;
 	}
-	if (ctx->cfg.flags & DE_F_DRY_RUN) {
+	if (ctx->cfg.flags & DE_F_DRY_RUN && !ctx->hooks->dispose) {
 		e->res = DE_R_REMOVED;
 		limit_take(ctx);
 		return;
@@ -304,6 +324,28 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		rc = fd;
 		e->op = DE_OP_OPEN;
 	} else {
+		enum de_action a = DE_A_DELETE;
+
+		if (ctx->hooks->dispose)
+			a = call_dispose(ctx, n, e, fd);
+		if (a != DE_A_DELETE) {
+			de__node_unpin(ctx, n);
+			e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
+			if (a == DE_A_DONE) {
+				limit_take(ctx);
+			} else {
+				pthread_mutex_lock(&ctx->mu);
+				n->kept = 1;
+				pthread_mutex_unlock(&ctx->mu);
+			}
+			return;
+		}
+		if (ctx->cfg.flags & DE_F_DRY_RUN) {
+			de__node_unpin(ctx, n);
+			e->res = DE_R_REMOVED;
+			limit_take(ctx);
+			return;
+		}
 		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
 		de__node_unpin(ctx, n);
 		e->op = DE_OP_UNLINK;
@@ -592,7 +634,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	memset(&ctx->nohooks, 0, sizeof(ctx->nohooks));
 	ctx->hooks = hooks ? hooks : &ctx->nohooks;
 	ctx->hookmode = ctx->hooks->enter_dir != NULL;
-	ctx->serial = (flags & DE_F_DRY_RUN) || ctx->cfg.max_delete >= 0;
+	ctx->serial = (flags & DE_F_DRY_RUN) || ctx->cfg.max_delete >= 0 ||
+		      ctx->hooks->dispose != NULL;
 	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
 	ctx->limit_left = ctx->cfg.max_delete >= 0 ? ctx->cfg.max_delete : -1;
 	ctx->limit_hit = 0;

@@ -5,16 +5,16 @@ changes.
 T holds a tmpfs mount and a bind mount of a sentinel directory outside T
 (same device: only a mount-root check can tell), both two levels down,
 next to ordinary files.  Pins, for --delete-only, -a --delete,
---delete-delay and --delete-only -x:
+--delete-delay, --delete-only -x and --backup --backup-dir:
   * the sentinel and the tmpfs contents are unchanged;
   * everything else in T is deleted; the mount points' parents stay
     ("cannot delete non-empty directory");
   * exit 0, as stock with -x.
 
-With RSYNC_DE_STRICT=1 (or =backup-mounts) also --backup --backup-dir,
-which does not go through the engine and still empties both mounts (a
-bug: the sentinel outside T is moved into the backup directory; stock
-rsync does the same without -x).  All mounts are undone on every exit.
+Before --backup went through the engine, its stock recursion emptied
+both mounts, moving the sentinel outside T into the backup directory
+(stock rsync does the same without -x).  All mounts are undone on every
+exit.
 """
 
 import atexit
@@ -26,8 +26,6 @@ from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
 from chaoslib import crash_marks, digest_diff, entries, make_sentinel, tree_digest
 
 fork = RSYNC.split()
-STRICT = os.environ.get('RSYNC_DE_STRICT', '')
-KNOWN = set() if STRICT == '1' else {'backup-mounts'} - set(STRICT.split(','))
 
 if os.geteuid() != 0:
     test_skipped('needs root to mount')
@@ -57,9 +55,8 @@ def mount(argv, where):
 
 
 MODES = [['--delete-only'], ['-a', '--delete'], ['-r', '--delete-delay'],
-         ['--delete-only', '-x']]
-if 'backup-mounts' not in KNOWN:
-    MODES.append(['-r', '--delete', '--backup', f'--backup-dir={SCRATCHDIR}/bak'])
+         ['--delete-only', '-x'],
+         ['-r', '--delete', '--backup', f'--backup-dir={SCRATCHDIR}/bak']]
 
 for mode in MODES:
     label = ' '.join(mode)
