@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -19,21 +20,32 @@ uint64_t de__now_ms(void)
 }
 
 /*
- * The fd budget: half of what RLIMIT_NOFILE leaves after 16 for the
- * caller, between 8 and 256.  256 is plenty: beyond the directories being
- * worked on (a few per thread) held fds only save reopen syscalls.
+ * The fd budget of a run: half of the fds RLIMIT_NOFILE leaves free now,
+ * after DE__FD_RESERVE more for the caller's hooks, at most 256 (beyond
+ * the directories being worked on, a few per thread, held fds only save
+ * reopen syscalls) and at least 1.  The caller's open fds are counted
+ * when the limit is small enough for them to matter (under 1,024: one
+ * fcntl() each); above it they are assumed to leave room for 256.  Even
+ * so the budget is a target, not a promise: de__open_dir() closes held
+ * fds and waits when the process runs out (EMFILE).
  */
-static int fd_budget(void)
+#define DE__FD_RESERVE 4
+
+int de__fd_budget(void)
 {
 	struct rlimit rl;
-	long b = 256;
+	long b = 256, open = 0, fd;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		b = ((long)rl.rlim_cur - 16) / 2;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < 1024) {
+		for (fd = 0; fd < (long)rl.rlim_cur; fd++)
+			open += fcntl((int)fd, F_GETFD) >= 0;
+		b = ((long)rl.rlim_cur - open - DE__FD_RESERVE) / 2;
+	}
 	if (b > 256)
 		b = 256;
-	if (b < 8)
-		b = 8;
+	if (b < 1)
+		b = 1;
 	return (int)b;
 }
 
@@ -88,7 +100,6 @@ int de__ctx_start(de_ctx *ctx)
 	if (rc)
 		return rc;
 	ctx->pool_ready = 1;
-	ctx->fd_budget = fd_budget();
 	return 0;
 }
 

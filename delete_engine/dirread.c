@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef DE_PORTABLE
@@ -56,13 +57,45 @@ static enum de_type dtype_type(unsigned char t)
 int de__open_dir(de_ctx *ctx, int dfd, const char *name)
 {
 	int e = de__fault(ctx, DE_OP_OPEN, name);
-	int fd;
 
-	if (e)
-		return -e;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC | O_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	return e ? -e : de__reopen_dir(ctx, dfd, name);
+}
+
+/*
+ * Out of fds (the caller's own, or another thread's, took what the budget
+ * assumed free)?  Close a held fd that no one is using (it is reopened, and
+ * checked, when needed), else wait a millisecond for another thread to
+ * drop one.  Returns 1 to try again; 0 when e is another error, or after a
+ * second of waiting with nothing to close (the entry then fails with
+ * EMFILE).
+ */
+static int fd_retry(de_ctx *ctx, int e, int *waits)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	if (e != EMFILE && e != ENFILE)
+		return 0;
+	if (de__shed_fd(ctx))
+		return 1;
+	if (++*waits > 1000)
+		return 0;
+	nanosleep(&ms, NULL);
+	return 1;
+}
+
+/* de__open_dir() without the fault hook: for reopening a directory that
+ * was opened (and checked) before. */
+int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
+{
+	int fd, waits = 0;
+
+	do {
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+	} while (fd_retry(ctx, errno, &waits));
+	return -errno;
 }
 
 /* unlinkat() returning 0 or a negative errno. */
@@ -216,16 +249,16 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 		 de__ent_cb cb, void *arg)
 {
 	int e = de__fault(ctx, DE_OP_READ, name);
-	int dfd, rc = 0;
+	int dfd, rc = 0, waits = 0;
 	DIR *d;
 	struct dirent *de;
 
 	(void)buf;
 	if (e)
 		return -e;
-	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (dfd < 0)
-		return -errno;
+	while ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		if (!fd_retry(ctx, errno, &waits))
+			return -errno;
 	d = fdopendir(dfd);
 	if (!d) {
 		rc = -errno;

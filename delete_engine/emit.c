@@ -641,6 +641,7 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
 	ctx->nfds = 0;
+	ctx->fd_budget = de__fd_budget();
 	ctx->win_max = WIN_MAX;
 	ctx->win_live = 0;
 	ctx->scans_inflight = 0;
@@ -700,6 +701,11 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 
 		if (t > ctx->pool.nthreads)
 			t = ctx->pool.nthreads;
+		/* A thread at work holds about two fds (a directory and the
+		 * child it opens): under a tight RLIMIT_NOFILE, fewer threads
+		 * rather than threads waiting for fds. */
+		if (t > 1 && (unsigned)ctx->fd_budget < 2 * t)
+			t = ctx->fd_budget > 2 ? (unsigned)ctx->fd_budget / 2 : 1;
 		de__pool_limit(&ctx->pool, t);
 		ctx->run_threads = t;
 		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;

@@ -65,6 +65,9 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st);
 int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st);
 int de__open_dir(de_ctx *ctx, int dfd, const char *name);
+int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
+int de__fd_budget(void);
+int de__shed_fd(de_ctx *ctx);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
 enum de_type de__mode_type(mode_t m);
 long de__fs_type(int fd);

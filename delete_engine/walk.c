@@ -206,9 +206,8 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 		pfd = de__node_pin(ctx, n->parent, -1);
 		if (pfd < 0)
 			return pfd;
-		fd = openat(pfd, n->name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		rc = fd < 0 ? -errno : 0;
+		fd = de__reopen_dir(ctx, pfd, n->name);
+		rc = fd < 0 ? fd : 0;
 		de__node_unpin(ctx, n->parent);
 		if (rc)
 			return rc;
@@ -231,6 +230,30 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 	if (extra >= 0)
 		close(extra);
 	return fd;
+}
+
+/*
+ * Close one held fd that no one has pinned (never the root's), to make
+ * room under EMFILE.  Returns 1 if it closed one.
+ */
+int de__shed_fd(de_ctx *ctx)
+{
+	struct de__node *n;
+	int fd = -1;
+
+	lock(ctx);
+	for (n = ctx->live; n; n = n->lnext)
+		if (n->fd >= 0 && n->pins == 0 && n->parent) {
+			fd = n->fd;
+			n->fd = -1;
+			ctx->nfds--;
+			break;
+		}
+	unlock(ctx);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 /*

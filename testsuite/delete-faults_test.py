@@ -19,11 +19,8 @@ path, byte counts and the "at main.c(N) [sender=V]" tail normalised):
     destination or complete in the backup directory;
   * EMFILE under RLIMIT_NOFILE 32: a 300-deep chain and 100 wide
     subtrees are deleted completely (stock runs out of fds on the chain;
-    rsync-de must not), and a shallow tree gives stock's exact result.
-
-RSYNC_DE_STRICT=1 also checks what is known not to match stock yet (see
-KNOWN below), RSYNC_DE_STRICT=NAME,... only the named ones: the test then
-fails until those bugs are fixed.
+    rsync-de must not), and a shallow tree gives stock's exact result,
+    under RLIMIT_NOFILE 10 too (rsync's own fds leave the engine a few).
 """
 
 import atexit
@@ -38,7 +35,6 @@ from forkfns import require_stock, tree_listing
 
 stock = require_stock()
 fork = RSYNC.split()
-STRICT = os.environ.get('RSYNC_DE_STRICT', '')
 STOCK_DO = ['-r', '--delete', '--existing', '--ignore-existing']
 NOBODY = 65534
 
@@ -48,18 +44,17 @@ for tool in ('mkfs.ext4', 'mount', 'umount', 'chattr', 'setpriv', 'prlimit'):
     if not shutil.which(tool):
         test_skipped(f'{tool} is not installed')
 
-# Known differences from stock, left out unless RSYNC_DE_STRICT=1 (bugs
-# in patches/delete-through-engine.patch or the engine, reported in
-# issue 7's hardening report):
-#   rofs-order   error lines come in a varying order, not stock's;
-#   emfile-low   under RLIMIT_NOFILE 10 the engine runs out of fds where
-#                stock deletes everything.
-# Fixed, and checked always: rofs-rmdir (a nested directory's rmdir
-# failing with EROFS gets stock's "delete_file: rmdir(DIR) failed" line)
-# and sealed (an unreadable directory gets stock's "cannot delete
-# non-empty directory: DIR" line after the opendir error).
-KNOWN = set() if STRICT == '1' else \
-    {'rofs-order', 'emfile-low'} - set(STRICT.split(','))
+# Known differences from stock that the checks below once left out; all
+# fixed and checked always:
+#   rofs-order   EROFS error lines came in a varying order;
+#   emfile-low   under RLIMIT_NOFILE 10 the engine ran out of fds where
+#                stock deletes everything (its budget now counts the
+#                caller's open fds; on EMFILE it closes held fds or waits);
+#   rofs-rmdir   a nested directory's rmdir failing with EROFS gets stock's
+#                "delete_file: rmdir(DIR) failed" line;
+#   sealed       an unreadable directory gets stock's "cannot delete
+#                non-empty directory: DIR" line after the opendir error.
+KNOWN = set()  # a name here skips its check again
 
 empty = SCRATCHDIR / 'empty'
 empty.mkdir()

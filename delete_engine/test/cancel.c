@@ -23,7 +23,7 @@ static int one(int dfd, unsigned flags)
 {
 	struct de_config cfg = { .threads = 2, .flags = flags, .max_delete = -1, .progress_ms = 1 };
 	struct de_hooks h = { 0 };
-	struct de_target t = { "tree", DE_T_UNKNOWN };
+	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct st s = { pthread_self(), 0, 0 };
 	de_ctx *ctx = NULL;
 	int ret = -1, rc;

@@ -5,7 +5,7 @@
 
 int main(void)
 {
-	struct de_target t1 = { "t1", DE_T_DIR }, t2 = { "t2", DE_T_UNKNOWN };
+	struct de_target t1 = { "t1", DE_T_DIR, 0 }, t2 = { "t2", DE_T_UNKNOWN, 0 };
 	de_ctx *a = NULL, *b = NULL;
 	int ret = T_FAIL, dfd, st;
 	pid_t pid;

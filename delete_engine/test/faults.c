@@ -22,7 +22,7 @@ static int one(int dfd, int op, int err, int victim_is_dir)
 	struct de_config cfg = { .threads = 2, .max_delete = -1, .fault = hook, .fault_arg = &f };
 	struct t_reps rs = { 0 };
 	struct de_hooks h = { 0 };
-	struct de_target t = { "tree", DE_T_UNKNOWN };
+	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
 	struct t_rep *r;
 	de_ctx *ctx = NULL;

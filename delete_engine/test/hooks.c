@@ -64,7 +64,7 @@ static int one(int dfd, long long maxdel)
 	struct st s;
 	struct de_config cfg = { .threads = 2, .max_delete = maxdel };
 	struct de_hooks h = { 0 };
-	struct de_target t = { "tree", DE_T_UNKNOWN };
+	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
 	de_ctx *ctx = NULL;

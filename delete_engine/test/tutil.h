@@ -183,7 +183,7 @@ static __attribute__((unused)) int t_remove(int dfd, const char *name, unsigned 
 {
 	struct de_config cfg = { .threads = threads, .flags = flags, .max_delete = maxdel };
 	struct de_hooks h;
-	struct de_target t = { name, DE_T_UNKNOWN };
+	struct de_target t = { name, DE_T_UNKNOWN, 0 };
 	de_ctx *ctx;
 	int rc;
 
