@@ -83,6 +83,8 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 	if (parent) {
 		n->dev = parent->dev;
 		n->fstype = parent->fstype;
+		n->depth = parent->depth + 1;
+		n->pathlen = (parent->pathlen ? parent->pathlen + 1 : 0) + len;
 	}
 	lock(ctx);
 	n->lnext = ctx->live;
