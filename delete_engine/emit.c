@@ -484,6 +484,9 @@ static void drain_events(de_ctx *ctx)
 			ctx->ev_head = ev->next;
 			if (!ctx->ev_head)
 				ctx->ev_tail = NULL;
+			ctx->ev_count--;
+			if (mask & DE__EV_FILES)
+				ctx->ev_ents -= c->nents;
 			pthread_mutex_unlock(&ctx->mu);
 			if (mask & DE__EV_FILES) {
 				long dlen = dir_path(ctx, c, 256);
@@ -631,6 +634,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->live = NULL;
 	ctx->deferred = NULL;
 	ctx->ev_head = ctx->ev_tail = NULL;
+	ctx->ev_count = 0;
+	ctx->ev_ents = 0;
 	/*
 	 * p2_active and ready are not reset: both are back to 0/NULL when
 	 * the root is final, but the last worker may not have left

@@ -175,6 +175,8 @@ struct de_ctx {
 	struct de__node *live;
 	struct de__node *deferred;	/* stack head */
 	struct de__ev *ev_head, *ev_tail;
+	unsigned ev_count;		/* events queued */
+	size_t ev_ents;			/* entries their listings hold */
 	uint64_t scans_inflight;
 	struct de__node *root;
 	long long limit_left;
