@@ -173,11 +173,21 @@ static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
 	}
 }
 
+/* Does the caller want reports of result res (de_hooks.skip_results)? */
+static int wanted(const de_ctx *ctx, int res)
+{
+	return !(ctx->hooks->skip_results & (1u << res));
+}
+
 static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 		       const struct de__ent *e)
 {
 	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
 
+	if (!wanted(ctx, e->res)) {
+		count(ctx, e->res, e->type);
+		return;
+	}
 	if (dlen < 0)
 		return;
 	if (pos + e->len + 1 > ctx->pcap) {
@@ -197,6 +207,10 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 
 static void report_self(de_ctx *ctx, struct de__node *c)
 {
+	if (!wanted(ctx, c->res)) {
+		count(ctx, c->res, DE_T_DIR);
+		return;
+	}
 	if (dir_path(ctx, c, 0) < 0)
 		return;
 	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
