@@ -170,6 +170,14 @@ struct de_hooks {
 	 */
 	int (*compare)(const char *a, int a_is_dir, const char *b,
 		       int b_is_dir);
+	/*
+	 * Results not to report: an entry whose result r has bit (1u << r)
+	 * set is only counted in the summary; report is not called and no
+	 * path is built for it.  0 (the default): report every entry.  A
+	 * caller that only counts removals sets (1u << DE_R_REMOVED) |
+	 * (1u << DE_R_VANISHED) and reads the counts from de_summary.
+	 */
+	unsigned skip_results;
 };
 
 struct de_summary {

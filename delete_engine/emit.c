@@ -26,22 +26,23 @@
 
 #define WIN_MAX 256u
 
-/* Build n's path relative to dirfd into ctx->pbuf.  Returns its length or
- * -1 on ENOMEM (then pbuf holds "?"). */
+/*
+ * Build n's path relative to dirfd into ctx->pbuf, with room for extra
+ * more bytes and a NUL.  Returns its length or -1 on ENOMEM.
+ *
+ * Incremental: pbuf already starts with the path of pbuf_node, the node
+ * whose path was built last, so only the part below the deepest common
+ * ancestor of the two is written.  Reports come a directory at a time,
+ * from parent to child or child to parent, so that is one name; building
+ * each path from the root instead cost O(depth) per directory and took
+ * 11% of all CPU samples (user and kernel) of rsync --delete-only and of
+ * de-rm on a 2,000-level tree on tmpfs (perf record).
+ */
 static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 {
-	const struct de__node *m;
-	size_t len = 0, pos;
+	const struct de__node *a = ctx->pbuf_node, *b = n, *m;
+	size_t len = n->pathlen, pos;
 
-	/* The walk reports a directory's entries one after another. */
-	if (ctx->pbuf_node == n && ctx->pbuf_dlen + extra + 2 <= ctx->pcap) {
-		ctx->pbuf[ctx->pbuf_dlen] = 0;
-		return (long)ctx->pbuf_dlen;
-	}
-	for (m = n; m && m->parent; m = m->parent)
-		len += m->namelen + 1;
-	if (len)
-		len--;
 	if (len + extra + 2 > ctx->pcap) {
 		size_t cap = (len + extra + 2) * 2;
 		char *p = realloc(ctx->pbuf, cap < 4096 ? 4096 : cap);
@@ -51,17 +52,45 @@ static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 		ctx->pbuf = p;
 		ctx->pcap = cap < 4096 ? 4096 : cap;
 	}
+	/* The deepest common ancestor of n and pbuf_node (NULL: none known,
+	 * start from the root, whose path is empty). */
+	if (a) {
+		while (a->depth > b->depth)
+			a = a->parent;
+		while (b->depth > a->depth)
+			b = b->parent;
+		while (a != b) {
+			a = a->parent;
+			b = b->parent;
+		}
+	}
 	pos = len;
 	ctx->pbuf[pos] = 0;
-	for (m = n; m && m->parent; m = m->parent) {
+	for (m = n; m != a && m->parent; m = m->parent) {
 		pos -= m->namelen;
 		memcpy(ctx->pbuf + pos, m->name, m->namelen);
 		if (pos)
 			ctx->pbuf[--pos] = '/';
 	}
 	ctx->pbuf_node = n;
-	ctx->pbuf_dlen = len;
 	return (long)len;
+}
+
+/*
+ * Free node c (the emitter's; no one else frees nodes).  pbuf keeps its
+ * prefix valid: if it held c's path, it now holds c's parent's, which is
+ * still alive (a parent is freed only after its children).
+ */
+static void free_node(de_ctx *ctx, struct de__node *c)
+{
+	const struct de__node *m = ctx->pbuf_node;
+
+	/* Usually m is c itself (its report was the last path built). */
+	while (m && m->depth > c->depth)
+		m = m->parent;
+	if (m == c)
+		ctx->pbuf_node = c->parent;
+	de__node_free(ctx, c);
 }
 
 static void count(de_ctx *ctx, int res, int type)
@@ -144,11 +173,21 @@ static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
 	}
 }
 
+/* Does the caller want reports of result res (de_hooks.skip_results)? */
+static int wanted(const de_ctx *ctx, int res)
+{
+	return !(ctx->hooks->skip_results & (1u << res));
+}
+
 static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 		       const struct de__ent *e)
 {
 	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
 
+	if (!wanted(ctx, e->res)) {
+		count(ctx, e->res, e->type);
+		return;
+	}
 	if (dlen < 0)
 		return;
 	if (pos + e->len + 1 > ctx->pcap) {
@@ -168,6 +207,10 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 
 static void report_self(de_ctx *ctx, struct de__node *c)
 {
+	if (!wanted(ctx, c->res)) {
+		count(ctx, c->res, DE_T_DIR);
+		return;
+	}
 	if (dir_path(ctx, c, 0) < 0)
 		return;
 	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
@@ -466,8 +509,7 @@ static void walk(de_ctx *ctx, struct de__node *n)
 				wait_state(ctx, c, NS_FINAL);
 			report_self(ctx, c);
 			e->child = NULL;
-			ctx->pbuf_node = NULL;
-			de__node_free(ctx, c);
+			free_node(ctx, c);
 			de__pump(ctx);
 		} else {
 			if (ctx->serial)
@@ -498,6 +540,9 @@ static void drain_events(de_ctx *ctx)
 			ctx->ev_head = ev->next;
 			if (!ctx->ev_head)
 				ctx->ev_tail = NULL;
+			ctx->ev_count--;
+			if (mask & DE__EV_FILES)
+				ctx->ev_ents -= c->nents;
 			pthread_mutex_unlock(&ctx->mu);
 			if (mask & DE__EV_FILES) {
 				long dlen = dir_path(ctx, c, 256);
@@ -521,8 +566,7 @@ static void drain_events(de_ctx *ctx)
 			}
 			if (mask & DE__EV_SELF) {
 				report_self(ctx, c);
-				ctx->pbuf_node = NULL;
-				de__node_free(ctx, c);
+				free_node(ctx, c);
 			}
 			maybe_progress(ctx, 0);
 			pthread_mutex_lock(&ctx->mu);
@@ -648,6 +692,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->live = NULL;
 	ctx->deferred = NULL;
 	ctx->ev_head = ctx->ev_tail = NULL;
+	ctx->ev_count = 0;
+	ctx->ev_ents = 0;
 	/*
 	 * p2_active and ready are not reset: both are back to 0/NULL when
 	 * the root is final, but the last worker may not have left
@@ -731,6 +777,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	/* Free what is left: the root, and after a cancel everything. */
 	while (ctx->live)
 		de__node_free(ctx, ctx->live);
+	ctx->pbuf_node = NULL;
 	ctx->root = NULL;
 	maybe_progress(ctx, 1);
 	if (sum)

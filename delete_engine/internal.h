@@ -132,6 +132,10 @@ struct de__node {
 	/* This directory's own outcome. */
 	uint8_t res, op;
 	int err;
+	/* Depth below the root (0 for the root) and the length of the path
+	 * relative to dirfd, fixed at creation: the emitter builds report
+	 * paths from the previous one (emit.c dir_path). */
+	size_t depth, pathlen;
 	size_t namelen;
 	char name[];
 };
@@ -174,6 +178,8 @@ struct de_ctx {
 	struct de__node *live;
 	struct de__node *deferred;	/* stack head */
 	struct de__ev *ev_head, *ev_tail;
+	unsigned ev_count;		/* events queued */
+	size_t ev_ents;			/* entries their listings hold */
 	uint64_t scans_inflight;
 	struct de__node *root;
 	long long limit_left;
@@ -195,8 +201,10 @@ struct de_ctx {
 	uint64_t last_prog_ms;
 	char *pbuf;			/* report paths (calling thread) */
 	size_t pcap;
-	const struct de__node *pbuf_node;	/* pbuf holds its path... */
-	size_t pbuf_dlen;			/* ...of this length */
+	/* pbuf starts with this node's path (pbuf_node->pathlen bytes),
+	 * or nothing is known when NULL.  Only the emitter frees nodes, and
+	 * it moves pbuf_node to the parent first (emit.c free_node). */
+	const struct de__node *pbuf_node;
 
 	/* pace.c: the rate limit (pace_mu guards pace_next_ns). */
 	pthread_mutex_t pace_mu;

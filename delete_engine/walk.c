@@ -42,13 +42,39 @@ static void unlock(de_ctx *ctx)
 }
 
 /* Wake the calling thread if it sleeps.  Tree lock held. */
-void de__signal(de_ctx *ctx)
+static void wake(de_ctx *ctx)
 {
 	if (ctx->waiting)
 		pthread_cond_signal(&ctx->cv);
 }
 
-/* Queue an event for the unordered emitter.  Tree lock held. */
+/*
+ * A node's state changed: wake the calling thread if it may be waiting
+ * for that.  Tree lock held.  Only the ordered walk waits for the states
+ * of single nodes; the unordered emitter waits for events (ev_push) and
+ * for the root to be final, and is woken for those alone.  Waking it at
+ * every state change cost about 8 context switches per directory (16,700
+ * for de-rm on deep 2000x50, against 281 for rm -rf; perf record -e
+ * sched:sched_switch: the calling thread's cond_timedwait, then its
+ * mutex re-lock, half each).
+ */
+void de__signal(de_ctx *ctx)
+{
+	if (ctx->ordered)
+		wake(ctx);
+}
+
+/*
+ * Queue an event for the unordered emitter.  Tree lock held.  The emitter
+ * is woken once per EV_WAKE_EVENTS events or EV_WAKE_ENTS listed entries
+ * (what its queued listings hold, so the memory they keep stays
+ * bounded), not per event; it also wakes at every progress tick and when
+ * the root is final, so reports are late by at most progress_ms, and
+ * only reports: removal never waits for the emitter.
+ */
+#define EV_WAKE_EVENTS	64u
+#define EV_WAKE_ENTS	16384u
+
 static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 {
 	struct de__ev *ev = kind == DE__EV_FILES ? &n->ev_files : &n->ev_self;
@@ -61,7 +87,11 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 	else
 		ctx->ev_head = ev;
 	ctx->ev_tail = ev;
-	de__signal(ctx);
+	ctx->ev_count++;
+	if (kind == DE__EV_FILES)
+		ctx->ev_ents += n->nents;
+	if (ctx->ev_count >= EV_WAKE_EVENTS || ctx->ev_ents >= EV_WAKE_ENTS)
+		wake(ctx);
 }
 
 /* A new node for directory name in parent.  Returns NULL on ENOMEM. */
@@ -83,6 +113,8 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 	if (parent) {
 		n->dev = parent->dev;
 		n->fstype = parent->fstype;
+		n->depth = parent->depth + 1;
+		n->pathlen = (parent->pathlen ? parent->pathlen + 1 : 0) + len;
 	}
 	lock(ctx);
 	n->lnext = ctx->live;
@@ -758,7 +790,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		if (!p) {
 			lock(ctx);
 			n->state = NS_FINAL;
-			de__signal(ctx);
+			wake(ctx);
 			unlock(ctx);
 			return;
 		}

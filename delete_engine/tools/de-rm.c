@@ -112,6 +112,9 @@ int main(int argc, char **argv)
 	memset(&h, 0, sizeof(h));
 	h.arg = &o;
 	h.report = report;
+	/* Quiet: only failures print; removals are not even reported. */
+	if (!o.verbose && !o.dry)
+		h.skip_results = (1u << DE_R_REMOVED) | (1u << DE_R_VANISHED);
 	for (i = optind; i < argc; i++) {
 		char *p = strdup(argv[i]), *dir, *base;
 		struct de_target t;
