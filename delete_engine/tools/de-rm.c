@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "delete_engine.h"
 
@@ -74,8 +77,26 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-A|-a] "
 		"[-i|-I] "
-		"PATH...\n");
+		"[-r RATE] [-b BYTES/s] [-s SYNC_EVERY] [-B BACKOFF] [-t TRUNC_STEP] "
+		"[-P] PATH...\n"
+		"sizes take K, M, G; -P: idle I/O class (as ionice -c3)\n");
 	exit(2);
+}
+
+/* "64M" and the like: bytes. */
+static unsigned long long size_arg(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	switch (*end) {
+	case 'k': case 'K': return v << 10;
+	case 'm': case 'M': return v << 20;
+	case 'g': case 'G': return v << 30;
+	case 0: return v;
+	}
+	usage();
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -86,7 +107,7 @@ int main(int argc, char **argv)
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
-	while ((c = getopt(argc, argv, "j:nvoxwSAaiIh")) != -1) {
+	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:b:s:B:t:P")) != -1) {
 		switch (c) {
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
 		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
@@ -99,6 +120,19 @@ int main(int argc, char **argv)
 		case 'a': cfg.flags |= DE_F_ADAPT; break;
 		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
+		case 'r': cfg.rate = (unsigned)atoi(optarg); break;
+		case 'b': cfg.rate_bytes = size_arg(optarg); break;
+		case 's': cfg.sync_every = (unsigned)atoi(optarg); break;
+		case 'B': cfg.sync_backoff = (unsigned)atoi(optarg); break;
+		case 't': cfg.trunc_step = size_arg(optarg); break;
+		case 'P':
+#if defined __linux__ && defined SYS_ioprio_set
+			/* IOPRIO_WHO_PROCESS, this process, class idle; the
+			 * engine's threads, started later, inherit it. */
+			if (syscall(SYS_ioprio_set, 1, 0, 3 << 13) < 0)
+				perror("de-rm: ioprio_set");
+#endif
+			break;
 		default: usage();
 		}
 	}
