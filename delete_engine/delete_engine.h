@@ -74,6 +74,16 @@ struct de_config {
 	 */
 	unsigned rate;
 	/*
+	 * With rate: removals come in bursts of this many, back to back,
+	 * each burst rate_burst / rate seconds after the last (0 or 1: evenly
+	 * spaced).  On ext4 next to a writer that syncs, every journal commit
+	 * carries the bitmaps, group descriptors and directory blocks that
+	 * the removals since the last commit touched, so the same blocks are
+	 * written once per commit: evenly spaced removals touch them in every
+	 * commit, bursts in few (docs/BENCHMARKS.md, "polite").
+	 */
+	unsigned rate_burst;
+	/*
 	 * Politeness by freed space: at most this many bytes of regular
 	 * files (st_blocks * 512, from an fstatat() before each unlink)
 	 * freed per second over all workers; 0: no limit.  Combines with

@@ -195,12 +195,14 @@ struct de_ctx {
 	const struct de__node *pbuf_node;	/* pbuf holds its path... */
 	size_t pbuf_dlen;			/* ...of this length */
 
-	/* pace.c: the rate limits (pace_mu guards pace_next_ns and
-	 * pace_bytes_ns), the syncfs count (atomic). */
+	/* pace.c: the rate limits (pace_mu guards the pace_*_ns and
+	 * pace_burst_left), the syncfs count (atomic). */
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
 	uint64_t pace_bytes_ns;			/* next free byte-rate slot */
+	uint64_t pace_burst_ns;			/* this burst's start */
+	unsigned pace_burst_left;		/* removals left in it */
 	uint64_t pace_removed;			/* for sync_every */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by

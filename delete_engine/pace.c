@@ -12,7 +12,14 @@
  *    second, and a run of n entries takes at least (n - 1) / rate
  *    seconds, which bounds how long a polite delete can last.  No slots
  *    are banked while nothing is removed (a slot in the past is moved up
- *    to now), so an idle spell is not followed by a burst.
+ *    to now), so an idle spell is not followed by a burst.  With
+ *    rate_burst B, the slots are B / rate apart and B removals share
+ *    each, back to back: n entries take at least (ceil(n / B) - 1) * B /
+ *    rate seconds.  Bursts are what ext4 next to a syncing writer wants:
+ *    every journal commit writes each metadata block (bitmaps, group
+ *    descriptors, inode table and directory blocks) the removals since
+ *    the last commit touched, so removals spread evenly over many
+ *    commits write the same blocks over and over.
  *
  *  - rate_bytes: the same by freed space.  A regular file's unlink takes
  *    a slot whose length is its allocated size (st_blocks * 512, from one
@@ -42,7 +49,8 @@
  *    deleter's time; the backoff keeps the deleter's share of the disk
  *    at most 1 / (1 + sync_backoff) however slow the disk is.
  *
- * Lock rules: pace_mu protects pace_next_ns and pace_bytes_ns only;
+ * Lock rules: pace_mu protects pace_next_ns, pace_burst_ns,
+ * pace_burst_left and pace_bytes_ns only;
  * nothing else is taken while it is held, and nobody sleeps or makes a
  * syscall under it.  pace_removed is atomic.
  */
@@ -89,6 +97,8 @@ void de__pace_init(de_ctx *ctx)
 	ctx->pace_next_ns = 0;
 	ctx->pace_bytes_ns = 0;
 	ctx->pace_removed = 0;
+	ctx->pace_burst_left = 0;
+	ctx->pace_burst_ns = 0;
 	ctx->pace_gap_ns = ctx->cfg.rate ? 1000000000u / ctx->cfg.rate : 0;
 	if (ctx->cfg.rate && !ctx->pace_gap_ns)
 		ctx->pace_gap_ns = 1;
@@ -125,12 +135,24 @@ static void pace_wait(de_ctx *ctx, int entry, unsigned long long bytes)
 	now = now_ns();
 	pthread_mutex_lock(&ctx->pace_mu);
 	slot = now;
-	if (gap && ctx->pace_next_ns > slot)
-		slot = ctx->pace_next_ns;
 	if (ctx->cfg.rate_bytes && ctx->pace_bytes_ns > slot)
 		slot = ctx->pace_bytes_ns;
-	if (gap)
-		ctx->pace_next_ns = slot + gap;
+	if (gap && ctx->pace_burst_left && ctx->pace_next_ns > now) {
+		/* Inside a burst: right behind its start. */
+		ctx->pace_burst_left--;
+		if (ctx->pace_burst_ns > slot)
+			slot = ctx->pace_burst_ns;
+	} else if (gap) {
+		/* A burst (of one, without rate_burst) starts at the next
+		 * slot; the one after it is burst * gap later. */
+		unsigned burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
+
+		if (ctx->pace_next_ns > slot)
+			slot = ctx->pace_next_ns;
+		ctx->pace_burst_ns = slot;
+		ctx->pace_burst_left = burst - 1;
+		ctx->pace_next_ns = slot + gap * burst;
+	}
 	if (ctx->cfg.rate_bytes)
 		ctx->pace_bytes_ns = slot + bgap;
 	pthread_mutex_unlock(&ctx->pace_mu);

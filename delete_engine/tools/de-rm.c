@@ -77,7 +77,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-A|-a] "
 		"[-i|-I] "
-		"[-r RATE] [-b BYTES/s] [-s SYNC_EVERY] [-B BACKOFF] [-t TRUNC_STEP] "
+		"[-r RATE [-R BURST]] [-b BYTES/s] [-s SYNC_EVERY] [-B BACKOFF] [-t TRUNC_STEP] "
 		"[-P] PATH...\n"
 		"sizes take K, M, G; -P: idle I/O class (as ionice -c3)\n");
 	exit(2);
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
-	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:b:s:B:t:P")) != -1) {
+	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:R:b:s:B:t:P")) != -1) {
 		switch (c) {
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
 		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
@@ -121,6 +121,7 @@ int main(int argc, char **argv)
 		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'r': cfg.rate = (unsigned)atoi(optarg); break;
+		case 'R': cfg.rate_burst = (unsigned)atoi(optarg); break;
 		case 'b': cfg.rate_bytes = size_arg(optarg); break;
 		case 's': cfg.sync_every = (unsigned)atoi(optarg); break;
 		case 'B': cfg.sync_backoff = (unsigned)atoi(optarg); break;
