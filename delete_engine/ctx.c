@@ -137,8 +137,6 @@ const char *de_op_name(enum de_op op)
 	case DE_OP_UNLINK: return "unlink";
 	case DE_OP_RMDIR: return "rmdir";
 	case DE_OP_CHMOD: return "chmod";
-	case DE_OP_TRUNCATE: return "truncate";
-	case DE_OP_SYNC: return "sync";
 	}
 	return "?";
 }

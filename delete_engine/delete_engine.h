@@ -83,32 +83,6 @@ struct de_config {
 	 * commit, bursts in few (docs/BENCHMARKS.md, "polite").
 	 */
 	unsigned rate_burst;
-	/*
-	 * Politeness by freed space: at most this many bytes of regular
-	 * files (st_blocks * 512, from an fstatat() before each unlink)
-	 * freed per second over all workers; 0: no limit.  Combines with
-	 * rate (each removal waits for both).  With trunc_step, a big file's
-	 * space is freed, and paced, one step at a time.
-	 */
-	unsigned long long rate_bytes;
-	/*
-	 * After every sync_every removals, syncfs() the file system being
-	 * emptied and wait for it, so that its journal commits and metadata
-	 * write-back come in small pieces the deletion pays for itself,
-	 * instead of piling up; then sleep sync_backoff times as long as the
-	 * syncfs() took (0: no sleep), so the deletion's own I/O takes at
-	 * most 1 / (1 + sync_backoff) of the disk's time.  0: never.
-	 */
-	unsigned sync_every;
-	unsigned sync_backoff;
-	/*
-	 * Free regular files larger than this many bytes in steps: open,
-	 * unlink, then ftruncate() the unlinked file down by trunc_step at
-	 * a time (each step paced by rate_bytes) before the last close.  A
-	 * file that cannot be opened, or has other links, is just unlinked.
-	 * 0: never.
-	 */
-	unsigned long long trunc_step;
 };
 
 /* The operation that failed (de_report.op, fault hook op). */
@@ -119,9 +93,7 @@ enum de_op {
 	DE_OP_STAT,
 	DE_OP_UNLINK,
 	DE_OP_RMDIR,
-	DE_OP_CHMOD,
-	DE_OP_TRUNCATE,		/* a trunc_step ftruncate (fault hook only) */
-	DE_OP_SYNC		/* a sync_every syncfs (fault hook only) */
+	DE_OP_CHMOD
 };
 
 enum de_result {

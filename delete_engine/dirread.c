@@ -73,9 +73,9 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 
 	if (e)
 		return -e;
-	e = de__pace_unlink(ctx, dfd, name, flags);
-	if (e)
-		return e;
+	de__pace(ctx);
+	if (unlinkat(dfd, name, flags))
+		return -errno;
 	__atomic_add_fetch(&ctx->unlinked, 1, __ATOMIC_RELAXED);
 	de__caller_tick(ctx);
 	return 0;

@@ -195,15 +195,13 @@ struct de_ctx {
 	const struct de__node *pbuf_node;	/* pbuf holds its path... */
 	size_t pbuf_dlen;			/* ...of this length */
 
-	/* pace.c: the rate limits (pace_mu guards the pace_*_ns and
-	 * pace_burst_left), the syncfs count (atomic). */
+	/* pace.c: the rate limit (pace_mu guards the pace_*_ns and
+	 * pace_burst_left). */
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
-	uint64_t pace_bytes_ns;			/* next free byte-rate slot */
 	uint64_t pace_burst_ns;			/* this burst's start */
 	unsigned pace_burst_left;		/* removals left in it */
-	uint64_t pace_removed;			/* for sync_every */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by
 	 * the workers as they go (atomic): reports of a directory's
@@ -236,7 +234,7 @@ void de__caller_tick(de_ctx *ctx);
 /* pace.c */
 void de__pace_init(de_ctx *ctx);
 void de__pace_destroy(de_ctx *ctx);
-int de__pace_unlink(de_ctx *ctx, int dfd, const char *name, int flags);
+void de__pace(de_ctx *ctx);
 
 /* walk.c */
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,

@@ -77,26 +77,10 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-A|-a] "
 		"[-i|-I] "
-		"[-r RATE [-R BURST]] [-b BYTES/s] [-s SYNC_EVERY] [-B BACKOFF] [-t TRUNC_STEP] "
-		"[-P] PATH...\n"
-		"sizes take K, M, G; -P: idle I/O class (as ionice -c3)\n");
+		"[-r RATE [-R BURST]] [-P] PATH...\n"
+		"-r: removals per second, -R: in bursts of BURST, "
+		"-P: idle I/O class (as ionice -c3)\n");
 	exit(2);
-}
-
-/* "64M" and the like: bytes. */
-static unsigned long long size_arg(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	switch (*end) {
-	case 'k': case 'K': return v << 10;
-	case 'm': case 'M': return v << 20;
-	case 'g': case 'G': return v << 30;
-	case 0: return v;
-	}
-	usage();
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -107,7 +91,7 @@ int main(int argc, char **argv)
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
-	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:R:b:s:B:t:P")) != -1) {
+	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:R:P")) != -1) {
 		switch (c) {
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
 		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
@@ -122,10 +106,6 @@ int main(int argc, char **argv)
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'r': cfg.rate = (unsigned)atoi(optarg); break;
 		case 'R': cfg.rate_burst = (unsigned)atoi(optarg); break;
-		case 'b': cfg.rate_bytes = size_arg(optarg); break;
-		case 's': cfg.sync_every = (unsigned)atoi(optarg); break;
-		case 'B': cfg.sync_backoff = (unsigned)atoi(optarg); break;
-		case 't': cfg.trunc_step = size_arg(optarg); break;
 		case 'P':
 #if defined __linux__ && defined SYS_ioprio_set
 			/* IOPRIO_WHO_PROCESS, this process, class idle; the
