@@ -43,6 +43,11 @@ CMD is split like a shell line and may use {top} (the checkout), {empty},
 {target}, e.g. --peer 'polite={top}/rsync --delete-only --polite {empty}/ {target}/'.
 --throttle limits the loop device's I/O while dd runs (blkio on cgroup v1,
 io.max on cgroup v2), to make the virtual disk behave like a slow one.
+--polite runs the dd scenario with issue 8's deleters (full speed, rsync's
+--delete-polite with and without --delete-rate, the engine's burst pacing
+through delete_engine/tools/de-rm); the dd figures include the writer's
+rate from the deletion's start to 2 s after its end, which is where a
+full-speed deletion's deferred write-back lands.
 """
 
 import argparse
@@ -136,6 +141,20 @@ SSH_PEERS = [
 ]
 LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
 DD_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf']
+# --polite: the dd scenario's deleters for issue 8 instead of DD_PEERS.
+# "burst" is the engine's polite pacing driven through de-rm (rsync has no
+# option for rate_burst yet; see PROPOSAL-polite.md): one thread, bursts
+# of 500 removals, 500 a second.
+POLITE_PEERS = [
+    ('full', ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
+    ('--delete-polite', ['{top}/rsync', '--delete-only', '--delete-polite', '{empty}/',
+                         '{target}/']),
+    ('--delete-polite --delete-rate=2000', ['{top}/rsync', '--delete-only', '--delete-polite',
+                                            '--delete-rate=2000', '{empty}/', '{target}/']),
+    ('burst: de-rm -j1 -r 500 -R 500', ['{top}/delete_engine/tools/de-rm', '-j1', '-r', '500',
+                                        '-R', '500', '{target}']),
+]
+TAIL = 2.0	# dd scenario: also measure the writer this long after the delete
 
 # Issue 6's targets: ratio of rsync-de's median to the peer's, same run.
 def target_vs_rm(scenario, fs):
@@ -603,7 +622,8 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
     --peer NAME=CMD --scenarios dd, and --throttle for a slow disk."""
     names = ['dd alone'] + [n for n, _ in peers]
     tmpl = dict(peers)
-    rec = {n: {'del': [], 'dd': [], 'win': [], 'rss': 0, 'failed': None} for n in names}
+    rec = {n: {'del': [], 'dd': [], 'win': [], 'win2': [], 'rss': 0, 'failed': None}
+           for n in names}
     target = os.path.join(vals['work'], 't')
     ddout = os.path.join(m.path, 'dd.out')
     total = dd_mib << 20
@@ -649,6 +669,20 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
                             dd_end, dd_size = time.monotonic(), os.path.getsize(ddout)
                         else:
                             time.sleep(0.002)
+                    # The file system may write back what the deletion
+                    # dirtied after the deleter is gone (ext4's journal
+                    # commits, xfs's inode GC): also measure the writer
+                    # from the deletion's start to TAIL s after its end.
+                    d2 = s2 = None
+                    while d2 is None:
+                        if dd_end is None and dd.poll() is not None:
+                            dd_end, dd_size = time.monotonic(), os.path.getsize(ddout)
+                        if dd_end is not None:
+                            d2, s2 = dd_end, dd_size
+                        elif time.monotonic() >= d1 + TAIL:
+                            d2, s2 = time.monotonic(), os.path.getsize(ddout)
+                        else:
+                            time.sleep(0.002)
                     err = dp.stderr.read().decode(errors='replace').strip().splitlines()
                     if os.path.exists(rss_file):
                         words = open(rss_file).read().split()
@@ -656,10 +690,11 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
                         if words and words[-1].isdigit():
                             rec[n]['rss'] = max(rec[n]['rss'], int(words[-1]))
                     # If dd ended first, the window is the overlap.
-                    if dd_end is not None:
+                    if dd_end is not None and dd_end < d1:
                         win = (dd_size - s0) / max(dd_end - d0, 1e-6) / 1e6
                     else:
                         win = (s1 - s0) / max(d1 - d0, 1e-6) / 1e6
+                    win2 = (s2 - s0) / max(d2 - d0, 1e-6) / 1e6
                     left = count_entries(target)
                     if dp.returncode or left:
                         rec[n]['failed'] = f'exit {dp.returncode}, {left} left: {err[-1] if err else ""}'
@@ -672,12 +707,14 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
             if dd.returncode:
                 raise OSError(f'dd failed: {dd.stderr.read().decode(errors="replace")}')
             log(f'{m.fs} dd {cache} round {rnd}: {n}: dd {ddmbs:.1f} MB/s'
-                + ('' if n == 'dd alone' else f', delete {d1 - d0:.3f} s, dd during it {win:.1f} MB/s'))
+                + ('' if n == 'dd alone' else f', delete {d1 - d0:.3f} s, dd during it {win:.1f} MB/s'
+                   f', to {TAIL:g} s after it {win2:.1f} MB/s'))
             if rnd and not rec[n]['failed']:
                 rec[n]['dd'].append(ddmbs)
                 if n != 'dd alone':
                     rec[n]['del'].append(d1 - d0)
                     rec[n]['win'].append(win)
+                    rec[n]['win2'].append(win2)
     remove(target)
     if os.path.exists(ddout):
         os.unlink(ddout)
@@ -689,21 +726,28 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
 def print_dd(out, title, names, rec):
     out(f'\n## {title}\n')
     out('| deleter | delete median s (min-max) | dd MB/s, whole run (min-max) '
-        '| dd MB/s during the delete | whole run vs dd alone | peak RSS MiB |')
-    out('| --- | --- | --- | --- | --- | --- |')
+        f'| dd MB/s during the delete | dd MB/s to {TAIL:g} s after it '
+        '| whole run vs dd alone | peak RSS MiB |')
+    out('| --- | --- | --- | --- | --- | --- | --- |')
     alone = median(rec['dd alone']['dd'])
     for n in names:
         r = rec[n]
         if r['failed']:
-            out(f'| {n} | failed: {r["failed"]} | | | | |')
+            out(f'| {n} | failed: {r["failed"]} | | | | | |')
             continue
         dd = median(r['dd'])
         dds = f'{dd:.1f} ({min(r["dd"]):.1f}-{max(r["dd"]):.1f})'
         if n == 'dd alone':
-            out(f'| (none: dd alone) | - | {dds} | - | 1.00 | - |')
+            out(f'| (none: dd alone) | - | {dds} | - | - | 1.00 | - |')
             continue
         out(f'| {n} | {median(r["del"]):.3f} ({min(r["del"]):.3f}-{max(r["del"]):.3f}) '
-            f'| {dds} | {median(r["win"]):.1f} | {dd / alone:.2f} | {r["rss"] / 1024:.1f} |')
+            f'| {dds} | {median(r["win"]):.1f} | {win2(r)} | {dd / alone:.2f} '
+            f'| {r["rss"] / 1024:.1f} |')
+
+
+def win2(r):
+    """The median dd MB/s to TAIL s after the delete ('-' in older records)."""
+    return f'{median(r["win2"]):.1f}' if r.get('win2') else '-'
 
 
 # ---- Summary -----------------------------------------------------------------
@@ -795,18 +839,19 @@ def summarize(records, out):
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
         out('| fs | cache | throttle | dd alone MB/s | deleter | delete s | dd MB/s whole run '
-            '| dd MB/s during delete |')
-        out('| --- | --- | --- | --- | --- | --- | --- | --- |')
+            f'| dd MB/s during delete | dd MB/s to {TAIL:g} s after it | during vs alone |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for r in dds:
         alone = median(r['rows']['dd alone']['dd'])
         for n, p in r['rows'].items():
             if n == 'dd alone':
                 continue
             if p['failed']:
-                out(f'| {r["fs"]} | {r["cache"]} | {r["throttle"] or "-"} | {alone:.1f} | {n} | failed | | |')
+                out(f'| {r["fs"]} | {r["cache"]} | {r["throttle"] or "-"} | {alone:.1f} | {n} | failed | | | | |')
                 continue
             out(f'| {r["fs"]} | {r["cache"]} | {r["throttle"] or "-"} | {alone:.1f} | {n} '
-                f'| {median(p["del"]):.3f} | {median(p["dd"]):.1f} | {median(p["win"]):.1f} |')
+                f'| {median(p["del"]):.3f} | {median(p["dd"]):.1f} | {median(p["win"]):.1f} '
+                f'| {win2(p)} | {median(p["win"]) / alone:.2f} |')
 
 
 # ---- Main --------------------------------------------------------------------
@@ -832,6 +877,8 @@ def main():
                     help='an extra deleter; CMD may use {top} {empty} {target}')
     ap.add_argument('--dd-peers', default=','.join(DD_PEERS),
                     help='deleters for the dd scenario (default: %(default)s)')
+    ap.add_argument('--polite', action='store_true',
+                    help='dd scenario: the polite deleters (issue 8) instead of --dd-peers')
     ap.add_argument('--dd-mib', type=int, default=None, help='dd size (default 1024, quick 256)')
     ap.add_argument('--throttle', default=None, metavar='wbps=20M,wiops=200',
                     help='limit the loop device while dd runs')
@@ -909,6 +956,10 @@ def main():
     delete_peers = usable(DELETE_PEERS + extra)
     dd_names = a.dd_peers.split(',') + [n for n, _ in extra]
     dd_peers = [(n, t) for n, t in delete_peers if n in dd_names]
+    if a.polite:
+        sh(['make', '-s', '-C', os.path.join(TOP, 'delete_engine'), 'tools'], check=True,
+           stdout=subprocess.DEVNULL)
+        dd_peers = usable(POLITE_PEERS, False) + [(n, t) for n, t in dd_peers if n in dict(extra)]
 
     sshd = None
     if 'ssh' in scenarios:

@@ -73,6 +73,16 @@ struct de_config {
 	 * second over all workers, spaced evenly; 0: as fast as possible.
 	 */
 	unsigned rate;
+	/*
+	 * With rate: removals come in bursts of this many, back to back,
+	 * each burst rate_burst / rate seconds after the last (0 or 1: evenly
+	 * spaced).  On ext4 next to a writer that syncs, every journal commit
+	 * carries the bitmaps, group descriptors and directory blocks that
+	 * the removals since the last commit touched, so the same blocks are
+	 * written once per commit: evenly spaced removals touch them in every
+	 * commit, bursts in few (docs/BENCHMARKS.md, "polite").
+	 */
+	unsigned rate_burst;
 };
 
 /* The operation that failed (de_report.op, fault hook op). */

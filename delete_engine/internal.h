@@ -206,10 +206,13 @@ struct de_ctx {
 	 * it moves pbuf_node to the parent first (emit.c free_node). */
 	const struct de__node *pbuf_node;
 
-	/* pace.c: the rate limit (pace_mu guards pace_next_ns). */
+	/* pace.c: the rate limit (pace_mu guards the pace_*_ns and
+	 * pace_burst_left). */
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
+	uint64_t pace_burst_ns;			/* this burst's start */
+	unsigned pace_burst_left;		/* removals left in it */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by
 	 * the workers as they go (atomic): reports of a directory's

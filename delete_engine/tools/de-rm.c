@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "delete_engine.h"
 
@@ -74,7 +77,9 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: de-rm [-j THREADS] [-n] [-v] [-o] [-x] [-w] [-S] [-A|-a] "
 		"[-i|-I] "
-		"PATH...\n");
+		"[-r RATE [-R BURST]] [-P] PATH...\n"
+		"-r: removals per second, -R: in bursts of BURST, "
+		"-P: idle I/O class (as ionice -c3)\n");
 	exit(2);
 }
 
@@ -86,7 +91,7 @@ int main(int argc, char **argv)
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
-	while ((c = getopt(argc, argv, "j:nvoxwSAaiIh")) != -1) {
+	while ((c = getopt(argc, argv, "j:nvoxwSAaiIhr:R:P")) != -1) {
 		switch (c) {
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
 		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
@@ -99,6 +104,16 @@ int main(int argc, char **argv)
 		case 'a': cfg.flags |= DE_F_ADAPT; break;
 		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
+		case 'r': cfg.rate = (unsigned)atoi(optarg); break;
+		case 'R': cfg.rate_burst = (unsigned)atoi(optarg); break;
+		case 'P':
+#if defined __linux__ && defined SYS_ioprio_set
+			/* IOPRIO_WHO_PROCESS, this process, class idle; the
+			 * engine's threads, started later, inherit it. */
+			if (syscall(SYS_ioprio_set, 1, 0, 3 << 13) < 0)
+				perror("de-rm: ioprio_set");
+#endif
+			break;
 		default: usage();
 		}
 	}
