@@ -50,11 +50,9 @@ import atexit
 import json
 import os
 import platform
-import pwd
 import shlex
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -62,10 +60,11 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, 'testsuite'))
+import sshdlib	# noqa: E402  (the sshd the fork's tests use)
 BENCH = os.path.join(TOP, 'bench')
 MKTREE = os.path.join(BENCH, 'mktree')
 NPM_CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'rsync-de', 'npm')
-SSH_USER = 'rsyncde-test'	# the same throwaway user as testsuite/delete-only-ssh_test.py
 MTIME = '1000000000'		# sync trees: equal mtimes, so -a updates nothing
 
 # mktree arguments per scenario (the target directory is appended).
@@ -396,79 +395,18 @@ class Throttle:
             self.group = None
 
 
-class Sshd:
-    """A throwaway sshd on 127.0.0.1, the way testsuite/delete-only-ssh_test.py
-    starts one: its own host and client keys and config in a temporary
-    directory, StrictModes no, UsePAM no, login only as SSH_USER."""
-
-    def __init__(self):
-        try:
-            self.pw = pwd.getpwnam(SSH_USER)
-        except KeyError:
-            sh(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
-                '--shell', '/bin/sh', SSH_USER], check=True)
-            self.pw = pwd.getpwnam(SSH_USER)
-        sh(['usermod', '-p', '*', SSH_USER], check=True)
-        self.proc = self.sshmux = None
-        self.dir = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
-        os.chmod(self.dir, 0o755)
-        on_exit(self.close)
-        for key in ('host', 'client'):
-            sh(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', f'{self.dir}/{key}'],
-               check=True)
-        shutil.copy(f'{self.dir}/client.pub', f'{self.dir}/authorized_keys')
-        os.chmod(f'{self.dir}/authorized_keys', 0o644)
-        s = socket.socket()
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-        s.close()
-        with open(f'{self.dir}/sshd_config', 'w') as f:
-            f.write(f'ListenAddress 127.0.0.1\nPort {port}\nHostKey {self.dir}/host\n'
-                    f'AuthorizedKeysFile {self.dir}/authorized_keys\n'
-                    f'PidFile {self.dir}/sshd.pid\nStrictModes no\nUsePAM no\n'
-                    'PasswordAuthentication no\nKbdInteractiveAuthentication no\n'
-                    f'PermitRootLogin no\nAllowUsers {SSH_USER}\nLogLevel ERROR\n')
-        os.makedirs('/run/sshd', exist_ok=True)
-        self.proc = subprocess.Popen(['/usr/sbin/sshd', '-D', '-e', '-f',
-                                      f'{self.dir}/sshd_config'],
-                                     stderr=open(f'{self.dir}/sshd.log', 'w'))
-        # The client key is root's file; the user runs ssh, so it gets a copy.
-        shutil.copy(f'{self.dir}/client', f'{self.dir}/client.user')
-        os.chown(f'{self.dir}/client.user', self.pw.pw_uid, self.pw.pw_gid)
-        os.chmod(f'{self.dir}/client.user', 0o600)
-        self.ssh = (f'ssh -p {port} -i {self.dir}/client.user -o BatchMode=yes '
-                    '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null '
-                    '-o LogLevel=ERROR')
-        for _ in range(50):
-            if sh(self.as_user(self.ssh.split() + ['127.0.0.1', 'true']),
-                  capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            raise OSError(f'sshd did not come up: {open(self.dir + "/sshd.log").read()}')
-        # A master connection that later ssh runs reuse (ControlPath).
-        mux = os.path.join(self.dir, 'mux')
-        os.mkdir(mux)
-        os.chown(mux, self.pw.pw_uid, self.pw.pw_gid)
-        self.sshmux = f'{self.ssh} -o ControlPath={mux}/c'
-        sh(self.as_user(self.sshmux.split() + ['-o', 'ControlMaster=yes', '-o',
-                                               'ControlPersist=yes', '-fN', '127.0.0.1']),
-           check=True)
-
-    def as_user(self, argv):
-        return ['setpriv', f'--reuid={self.pw.pw_uid}', f'--regid={self.pw.pw_gid}',
-                '--clear-groups', '--reset-env'] + argv
-
-    def close(self):
-        if self.sshmux:
-            sh(self.as_user(self.sshmux.split() + ['-O', 'exit', '127.0.0.1']),
-               capture_output=True)
-            self.sshmux = None
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-        self.proc = None
-        shutil.rmtree(self.dir, ignore_errors=True)
+def start_sshd():
+    """The tests' throwaway sshd (testsuite/sshdlib.py) on loopback, with a
+    ControlMaster connection open; stopped at exit.  Returns the
+    LoopbackSshd: .user_ssh and .mux are the login user's ssh command lines
+    without and with the open connection, .as_user runs argv as that user."""
+    d = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
+    on_exit(lambda: shutil.rmtree(d, ignore_errors=True))
+    os.chmod(d, 0o755)
+    sshd = sshdlib.LoopbackSshd(os.path.join(d, 'sshd'))
+    on_exit(sshd.close)
+    sshd.start_master()
+    return sshd
 
 
 # ---- One timed run -----------------------------------------------------------
@@ -912,12 +850,12 @@ def main():
 
     sshd = None
     if 'ssh' in scenarios:
-        if not root or not os.access('/usr/sbin/sshd', os.X_OK):
-            log('ssh scenario skipped: needs root and openssh-server')
+        try:
+            sshd = start_sshd()
+            vals['ssh'], vals['sshmux'] = sshd.user_ssh, sshd.mux
+        except (sshdlib.Unavailable, sshdlib.StartFailed) as e:
+            log(f'ssh scenario skipped: {e}')
             scenarios.remove('ssh')
-        else:
-            sshd = Sshd()
-            vals['ssh'], vals['sshmux'] = sshd.ssh, sshd.sshmux
 
     jsonf = open(a.json, 'a') if a.json else None
     records = []
