@@ -55,11 +55,9 @@ import atexit
 import json
 import os
 import platform
-import pwd
 import shlex
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -67,10 +65,11 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, 'testsuite'))
+import sshdlib	# noqa: E402  (the sshd the fork's tests use)
 BENCH = os.path.join(TOP, 'bench')
 MKTREE = os.path.join(BENCH, 'mktree')
 NPM_CACHE = os.path.join(os.path.expanduser('~'), '.cache', 'rsync-de', 'npm')
-SSH_USER = 'rsyncde-test'	# the same throwaway user as testsuite/delete-only-ssh_test.py
 MTIME = '1000000000'		# sync trees: equal mtimes, so -a updates nothing
 
 # mktree arguments per scenario (the target directory is appended).
@@ -415,79 +414,95 @@ class Throttle:
             self.group = None
 
 
-class Sshd:
-    """A throwaway sshd on 127.0.0.1, the way testsuite/delete-only-ssh_test.py
-    starts one: its own host and client keys and config in a temporary
-    directory, StrictModes no, UsePAM no, login only as SSH_USER."""
+class CpuGroup:
+    """A cgroup counting the CPU time of the processes put in it and of
+    their descendants, including those nobody waits for.  GNU time only
+    sees the client of an ssh push; the remote rsync, sshd and the
+    ControlMaster run elsewhere, so the ssh scenario puts those here and
+    adds what the group used during a run.  cgroup v1 cpuacct or v2
+    cpu.stat; seconds() is None when neither is there."""
 
-    def __init__(self):
-        try:
-            self.pw = pwd.getpwnam(SSH_USER)
-        except KeyError:
-            sh(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
-                '--shell', '/bin/sh', SSH_USER], check=True)
-            self.pw = pwd.getpwnam(SSH_USER)
-        sh(['usermod', '-p', '*', SSH_USER], check=True)
-        self.proc = self.sshmux = None
-        self.dir = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
-        os.chmod(self.dir, 0o755)
-        on_exit(self.close)
-        for key in ('host', 'client'):
-            sh(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', f'{self.dir}/{key}'],
-               check=True)
-        shutil.copy(f'{self.dir}/client.pub', f'{self.dir}/authorized_keys')
-        os.chmod(f'{self.dir}/authorized_keys', 0o644)
-        s = socket.socket()
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-        s.close()
-        with open(f'{self.dir}/sshd_config', 'w') as f:
-            f.write(f'ListenAddress 127.0.0.1\nPort {port}\nHostKey {self.dir}/host\n'
-                    f'AuthorizedKeysFile {self.dir}/authorized_keys\n'
-                    f'PidFile {self.dir}/sshd.pid\nStrictModes no\nUsePAM no\n'
-                    'PasswordAuthentication no\nKbdInteractiveAuthentication no\n'
-                    f'PermitRootLogin no\nAllowUsers {SSH_USER}\nLogLevel ERROR\n')
-        os.makedirs('/run/sshd', exist_ok=True)
-        self.proc = subprocess.Popen(['/usr/sbin/sshd', '-D', '-e', '-f',
-                                      f'{self.dir}/sshd_config'],
-                                     stderr=open(f'{self.dir}/sshd.log', 'w'))
-        # The client key is root's file; the user runs ssh, so it gets a copy.
-        shutil.copy(f'{self.dir}/client', f'{self.dir}/client.user')
-        os.chown(f'{self.dir}/client.user', self.pw.pw_uid, self.pw.pw_gid)
-        os.chmod(f'{self.dir}/client.user', 0o600)
-        self.ssh = (f'ssh -p {port} -i {self.dir}/client.user -o BatchMode=yes '
-                    '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null '
-                    '-o LogLevel=ERROR')
-        for _ in range(50):
-            if sh(self.as_user(self.ssh.split() + ['127.0.0.1', 'true']),
-                  capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
+    V1 = '/sys/fs/cgroup/cpuacct'
+    V2 = '/sys/fs/cgroup'
+
+    def __init__(self, name):
+        self.path = None
+        if os.path.exists(f'{self.V1}/cpuacct.usage'):
+            self.path, self.v1 = f'{self.V1}/{name}', True
+        elif os.path.exists(f'{self.V2}/cgroup.controllers'):
+            self.path, self.v1 = f'{self.V2}/{name}', False
         else:
-            raise OSError(f'sshd did not come up: {open(self.dir + "/sshd.log").read()}')
-        # A master connection that later ssh runs reuse (ControlPath).
-        mux = os.path.join(self.dir, 'mux')
-        os.mkdir(mux)
-        os.chown(mux, self.pw.pw_uid, self.pw.pw_gid)
-        self.sshmux = f'{self.ssh} -o ControlPath={mux}/c'
-        sh(self.as_user(self.sshmux.split() + ['-o', 'ControlMaster=yes', '-o',
-                                               'ControlPersist=yes', '-fN', '127.0.0.1']),
-           check=True)
+            return
+        try:
+            os.mkdir(self.path)
+        except OSError as e:
+            log(f'no cgroup for remote CPU time: {e}')
+            self.path = None
+            return
+        on_exit(self.close)
 
-    def as_user(self, argv):
-        return ['setpriv', f'--reuid={self.pw.pw_uid}', f'--regid={self.pw.pw_gid}',
-                '--clear-groups', '--reset-env'] + argv
+    def add(self, pid):
+        if self.path:
+            with open(f'{self.path}/cgroup.procs', 'w') as f:
+                f.write(f'{pid}\n')
+
+    def procs(self):
+        with open(f'{self.path}/cgroup.procs') as f:
+            return len(f.read().split())
+
+    def seconds(self):
+        if not self.path:
+            return None
+        if self.v1:
+            with open(f'{self.path}/cpuacct.usage') as f:
+                return int(f.read()) / 1e9
+        with open(f'{self.path}/cpu.stat') as f:
+            return int(f.read().split()[1]) / 1e6	# usage_usec
+
+    def settle(self, n, timeout=2.0):
+        """Wait until only n processes are left (a session's sshd and
+        remote rsync outlive the client by a few ms)."""
+        end = time.monotonic() + timeout
+        while self.path and self.procs() > n and time.monotonic() < end:
+            time.sleep(0.01)
 
     def close(self):
-        if self.sshmux:
-            sh(self.as_user(self.sshmux.split() + ['-O', 'exit', '127.0.0.1']),
-               capture_output=True)
-            self.sshmux = None
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-        self.proc = None
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.path:
+            return
+        for pid in open(f'{self.path}/cgroup.procs').read().split():
+            try:	# back to the parent group
+                with open(f'{os.path.dirname(self.path)}/cgroup.procs', 'w') as f:
+                    f.write(pid + '\n')
+            except OSError:
+                pass
+        try:
+            os.rmdir(self.path)
+        except OSError as e:
+            log(f'cgroup {self.path} left: {e}')
+        self.path = None
+
+
+def start_sshd():
+    """The tests' throwaway sshd (testsuite/sshdlib.py) on loopback, with a
+    ControlMaster connection open; stopped at exit.  Returns the
+    LoopbackSshd: .user_ssh and .mux are the login user's ssh command lines
+    without and with the open connection, .as_user runs argv as that user,
+    .cpu is a CpuGroup holding sshd and the master connection."""
+    d = tempfile.mkdtemp(prefix='rsyncde-bench-sshd-')
+    on_exit(lambda: shutil.rmtree(d, ignore_errors=True))
+    os.chmod(d, 0o755)
+    sshd = sshdlib.LoopbackSshd(os.path.join(d, 'sshd'))
+    on_exit(sshd.close)
+    sshd.cpu = CpuGroup(f'rsyncde-bench-sshd-{os.getpid()}')
+    sshd.cpu.add(sshd.proc.pid)
+    sshd.start_master()
+    # The master forked into the background; -O check names its pid.
+    r = sh(sshd.as_user(sshd.mux.split() + ['-O', 'check', '127.0.0.1']),
+           capture_output=True, text=True)
+    for word in r.stderr.replace('(', ' ').replace(')', ' ').split():
+        if word.startswith('pid='):
+            sshd.cpu.add(word[4:])
+    return sshd
 
 
 # ---- One timed run -----------------------------------------------------------
@@ -538,9 +553,12 @@ def make_tree(spec, target, user=None):
     sh(argv, check=True, stdout=subprocess.DEVNULL)
 
 
-def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True):
+def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True,
+             remote_cpu=None):
     """Time every peer on a fresh tree, runs + 1 rounds, the first dropped.
-    peers: list of (name, argv template).  Returns a Cell."""
+    peers: list of (name, argv template).  remote_cpu: a CpuGroup whose
+    CPU time during a run is added to the run's (sshd and the far side of
+    an ssh push).  Returns a Cell."""
     names = [n for n, _ in peers]
     tmpl = dict(peers)
     cell = Cell(names)
@@ -568,7 +586,12 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             argv = fill(tmpl[n], dict(vals, target=target))
             if user:
                 argv = user(argv)
+            if remote_cpu and remote_cpu.path:
+                nprocs, cpu0 = remote_cpu.procs(), remote_cpu.seconds()
             secs, rc, err, kib, cpu = timed(argv, os.path.join(m.path, 'rss.out'))
+            if remote_cpu and remote_cpu.path and cpu is not None:
+                remote_cpu.settle(nprocs)
+                cpu += remote_cpu.seconds() - cpu0
             left = count_entries(target) if n not in LINK_ONLY else expect_left
             remove(target)
             cell.rss[n] = max(cell.rss[n], kib)
@@ -586,10 +609,10 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
     return cell
 
 
-def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete')):
+def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete'), cpu_what=''):
     out(f'\n## {title}\n')
     out(f'| peer | median s | min-max s | vs {base[0]} | vs {base[1]} | peak RSS MiB '
-        '| CPU s (user+sys) |')
+        f'| CPU s (user+sys{cpu_what}) |')
     out('| --- | --- | --- | --- | --- | --- | --- |')
     b0, b1 = cell.med(base[0]) if base[0] in cell.times else None, \
         cell.med(base[1]) if base[1] in cell.times else None
@@ -774,10 +797,21 @@ def details(records, out):
             if p['failed']:
                 cell.failed[n] = p['failed']
         if r['scenario'] == 'ssh':
-            print_cell(out, title, names, cell, base=(SSH_PEERS[0][0], 'rm -rf'))
+            print_cell(out, title, names, cell, base=(SSH_PEERS[0][0], 'rm -rf'),
+                       cpu_what=', with sshd and the far side' if r.get('remote_cpu') else '')
         else:
             print_cell(out, title, names, cell)
         out(f'\nmount: {r["mount"]}')
+
+
+def cpu_ratio(r):
+    """'push / local = ratio' of rsync-de's median CPU seconds in an ssh
+    cell, or '-' for records made before the far side's CPU was counted."""
+    push, local = (r['peers'].get(SSH_PEERS[i][0]) or {} for i in (1, 0))
+    if not r.get('remote_cpu') or not push.get('cpu') or not local.get('cpu'):
+        return '-'
+    a, b = median(push['cpu']), median(local['cpu'])
+    return f'{a:.3f} / {b:.3f} = {a / b:.2f}' if b else '-'
 
 
 def summarize(records, out):
@@ -820,8 +854,8 @@ def summarize(records, out):
         out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
         out('| tree | fs | cache | rsync-de ssh push s | rsync-de local s | ssh / local (issue 5: <= 1.15) '
             '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local '
-            '| push over an open connection / local |')
-        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+            '| push over an open connection / local | CPU s push (both ends) / local |')
+        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for r in sshs:
         med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
         de_s, de_l = med.get(SSH_PEERS[1][0]), med.get(SSH_PEERS[0][0])
@@ -834,7 +868,7 @@ def summarize(records, out):
         out(f'| {sz} | {r["fs"]} | {r["cache"]} | {f(de_s)} | {f(de_l)} | {q(de_s, de_l)} '
             f'| {q(st_s, st_l)} | {q(de_s, rm)} | {f(login) if login else "-"} '
             f'| {q(de_s - login, de_l) if login and de_s else "-"} '
-            f'| {q(med.get(SSH_PEERS[4][0]), de_l)} |')
+            f'| {q(med.get(SSH_PEERS[4][0]), de_l)} | {cpu_ratio(r)} |')
     dds = [r for r in records if r['kind'] == 'dd']
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
@@ -963,12 +997,12 @@ def main():
 
     sshd = None
     if 'ssh' in scenarios:
-        if not root or not os.access('/usr/sbin/sshd', os.X_OK):
-            log('ssh scenario skipped: needs root and openssh-server')
+        try:
+            sshd = start_sshd()
+            vals['ssh'], vals['sshmux'] = sshd.user_ssh, sshd.mux
+        except (sshdlib.Unavailable, sshdlib.StartFailed) as e:
+            log(f'ssh scenario skipped: {e}')
             scenarios.remove('ssh')
-        else:
-            sshd = Sshd()
-            vals['ssh'], vals['sshmux'] = sshd.ssh, sshd.sshmux
 
     jsonf = open(a.json, 'a') if a.json else None
     records = []
@@ -1022,16 +1056,21 @@ def main():
                     else:
                         peers = delete_peers
                     try:
-                        cell = run_cell(m, sc, spec, cache, peers, vals, a.runs, user)
+                        cell = run_cell(m, sc, spec, cache, peers, vals, a.runs, user,
+                                        remote_cpu=sshd.cpu if sc == 'ssh' else None)
                     finally:
                         if sc == 'ssh':
                             os.chown(work, 0, 0)
                     names = [n for n, _ in peers]
                     if sc == 'ssh':
                         print_cell(out, title, names, cell,
-                                   base=(SSH_PEERS[0][0], 'rm -rf'))
+                                   base=(SSH_PEERS[0][0], 'rm -rf'),
+                                   cpu_what=', with sshd and the far side' if sshd.cpu.path
+                                   else '')
                     else:
                         print_cell(out, title, names, cell)
+                    if sc == 'ssh':
+                        now['remote_cpu'] = bool(sshd.cpu.path)
                     record(dict(now, kind='cell', peers={
                         n: {'times': cell.times[n], 'rss_kib': cell.rss[n],
                             'cpu': cell.cpu[n], 'failed': cell.failed.get(n)}

@@ -7,14 +7,13 @@ only the fork needs: the stock build to compare against, and random trees.
 
 import contextlib
 import os
-import pwd
 import random
 import shutil
 import stat
 import subprocess
-import time
 from pathlib import Path
 
+import sshdlib
 from rsyncfns import claim_free_port, test_fail, test_skipped
 
 TOP = Path(os.environ.get('RSYNC_DE_TOP', Path(__file__).resolve().parent.parent))
@@ -186,68 +185,24 @@ def delete_only_matrix(work: Path, fork: list, peers: list, host: str,
         check_delete_only_result(expected, dst, label)
 
 
-SSHD = '/usr/sbin/sshd'
-SSH_USER = 'rsyncde-test'
-
-
 @contextlib.contextmanager
 def loopback_sshd(d: Path):
     """Run a throwaway openssh-server on 127.0.0.1 for the block.
 
-    Skips unless root and openssh-server are there.  Keys, config and log
-    live in d (created); the login user is rsyncde-test, created once with
-    the password field '*' so sshd does not treat it as locked.  Yields
-    (ssh command line for -e, the user's passwd entry); sshd is stopped
-    when the block ends, however it ends.  Nothing leaves loopback.
+    The set-up is sshdlib.LoopbackSshd, which bench/run.py uses too.  Skips
+    unless root and openssh-server are there.  Keys, config and log live in
+    d (created); the login user is rsyncde-test.  Yields (ssh command line
+    for -e, run as root, logging in as that user; the user's passwd entry);
+    sshd is stopped when the block ends, however it ends.  Nothing leaves
+    loopback.
     """
-    if os.geteuid() != 0:
-        test_skipped('needs root to start sshd and create its login user')
-    if not os.access(SSHD, os.X_OK) or not shutil.which('ssh-keygen'):
-        test_skipped('openssh-server is not installed')
     try:
-        pw = pwd.getpwnam(SSH_USER)
-    except KeyError:
-        subprocess.run(['useradd', '--system', '--no-create-home', '--home-dir', '/nonexistent',
-                        '--shell', '/bin/sh', SSH_USER], check=True)
-        pw = pwd.getpwnam(SSH_USER)
-    # Home "/" exists, so a login prints no "Could not chdir" on stderr
-    # (fpsync counts any job stderr as a failure).
-    subprocess.run(['usermod', '-p', '*', '-d', '/', SSH_USER], check=True)
-    d.mkdir(parents=True)
-    os.chmod(d.parent, 0o755)
-    for key in ('host', 'client'):
-        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', str(d / key)],
-                       check=True)
-    shutil.copy(d / 'client.pub', d / 'authorized_keys')
-    os.chmod(d / 'authorized_keys', 0o644)
-    port = claim_free_port(2222)
-    (d / 'sshd_config').write_text(f'''\
-ListenAddress 127.0.0.1
-Port {port}
-HostKey {d}/host
-AuthorizedKeysFile {d}/authorized_keys
-PidFile {d}/sshd.pid
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin no
-AllowUsers {SSH_USER}
-LogLevel ERROR
-''')
-    os.makedirs('/run/sshd', exist_ok=True)
-    sshd = subprocess.Popen([SSHD, '-D', '-e', '-f', str(d / 'sshd_config')],
-                            stderr=open(d / 'sshd.log', 'w'))
-    ssh = (f'ssh -p {port} -i {d}/client -o BatchMode=yes -o StrictHostKeyChecking=no '
-           f'-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -l {SSH_USER}')
-    try:
-        for _ in range(50):
-            if run(ssh.split() + ['127.0.0.1', 'true']).returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            test_fail(f'sshd did not come up: {(d / "sshd.log").read_text()}')
-        yield ssh, pw
-    finally:
-        sshd.terminate()
-        sshd.wait(timeout=10)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(d.parent, 0o755)
+        sshd = sshdlib.LoopbackSshd(d, port=claim_free_port(2222))
+    except sshdlib.Unavailable as e:
+        test_skipped(str(e))
+    except sshdlib.StartFailed as e:
+        test_fail(str(e))
+    with sshd:
+        yield sshd.ssh, sshd.pw
