@@ -40,12 +40,11 @@ Scenarios, full size [--size mid] [--quick]:
 
 --peer 'NAME=CMD' adds a deleter (to every delete scenario and to dd);
 CMD is split like a shell line and may use {top} (the checkout), {empty},
-{target}, e.g. --peer 'polite={top}/rsync --delete-only --polite {empty}/ {target}/'.
+{target}, e.g. --peer 'fast={top}/rsync --delete-only --delete-polite --delete-rate=2000 {empty}/ {target}/'.
 --throttle limits the loop device's I/O while dd runs (blkio on cgroup v1,
 io.max on cgroup v2), to make the virtual disk behave like a slow one.
 --polite runs the dd scenario with issue 8's deleters (full speed, rsync's
---delete-polite with and without --delete-rate, the engine's burst pacing
-through delete_engine/tools/de-rm); the dd figures include the writer's
+--delete-polite, --delete-rate alone, rm -rf); the dd figures include the writer's
 rate from the deletion's start to 2 s after its end, which is where a
 full-speed deletion's deferred write-back lands.
 """
@@ -140,18 +139,16 @@ SSH_PEERS = [
 ]
 LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
 DD_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf']
-# --polite: the dd scenario's deleters for issue 8 instead of DD_PEERS.
-# "burst" is the engine's polite pacing driven through de-rm (rsync has no
-# option for rate_burst yet; see PROPOSAL-polite.md): one thread, bursts
-# of 500 removals, 500 a second.
+# --polite: the dd scenario's deleters for issue 8 instead of DD_PEERS:
+# full speed, --delete-polite (500 a second in one burst a second, one
+# idle thread), --delete-rate alone (evenly spaced), and rm -rf.
 POLITE_PEERS = [
     ('full', ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
     ('--delete-polite', ['{top}/rsync', '--delete-only', '--delete-polite', '{empty}/',
                          '{target}/']),
-    ('--delete-polite --delete-rate=2000', ['{top}/rsync', '--delete-only', '--delete-polite',
-                                            '--delete-rate=2000', '{empty}/', '{target}/']),
-    ('burst: de-rm -j1 -r 500 -R 500', ['{top}/delete_engine/tools/de-rm', '-j1', '-r', '500',
-                                        '-R', '500', '{target}']),
+    ('--delete-rate=500', ['{top}/rsync', '--delete-only', '--delete-rate=500', '{empty}/',
+                           '{target}/']),
+    ('rm -rf', ['rm', '-rf', '{target}']),
 ]
 TAIL = 2.0	# dd scenario: also measure the writer this long after the delete
 
