@@ -20,10 +20,10 @@ uint64_t de__now_ms(void)
 }
 
 /*
- * The fd budget of a run: half of the fds RLIMIT_NOFILE leaves free now,
- * after DE__FD_RESERVE more for the caller's hooks, at most 256 (beyond
- * the directories being worked on, a few per thread, held fds only save
- * reopen syscalls) and at least 1.  The caller's open fds are counted
+ * The fd budget of a context: half of the fds RLIMIT_NOFILE leaves free
+ * when its workers start, after DE__FD_RESERVE more for the caller's
+ * hooks, at most 256 (beyond the directories being worked on, a few per
+ * thread, held fds only save reopen syscalls) and at least 1.  The caller's open fds are counted
  * when the limit is small enough for them to matter (under 1,024: one
  * fcntl() each); above it they are assumed to leave room for 256.  Even
  * so the budget is a target, not a promise: de__open_dir() closes held
@@ -100,6 +100,11 @@ int de__ctx_start(de_ctx *ctx)
 	if (rc)
 		return rc;
 	ctx->pool_ready = 1;
+	/* Once per context, not per run: rsync calls de_remove() once per
+	 * directory of a sync, and counting fds costs one fcntl() each.
+	 * The caller's fds are about what they will be on later runs; when
+	 * they grow, de__open_dir() copes with EMFILE. */
+	ctx->fd_budget = de__fd_budget();
 	return 0;
 }
 

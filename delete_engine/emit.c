@@ -685,7 +685,6 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
 	ctx->nfds = 0;
-	ctx->fd_budget = de__fd_budget();
 	ctx->win_max = WIN_MAX;
 	ctx->win_live = 0;
 	ctx->scans_inflight = 0;
