@@ -23,11 +23,12 @@ uint64_t de__now_ms(void)
  * The fd budget of a context: half of the fds RLIMIT_NOFILE leaves free
  * when its workers start, after DE__FD_RESERVE more for the caller's
  * hooks, at most 256 (beyond the directories being worked on, a few per
- * thread, held fds only save reopen syscalls) and at least 1.  The caller's open fds are counted
- * when the limit is small enough for them to matter (under 1,024: one
- * fcntl() each); above it they are assumed to leave room for 256.  Even
- * so the budget is a target, not a promise: de__open_dir() closes held
- * fds and waits when the process runs out (EMFILE).
+ * thread, held fds only save reopen syscalls) and at least 1.  The
+ * caller's open fds are counted when the limit is small enough for them
+ * to matter (under 1,024: one fcntl() each); above it they are assumed
+ * to leave room for 256.  The budget is a target, not a promise:
+ * de__open_dir() closes held fds and waits when the process runs out
+ * (EMFILE).
  */
 #define DE__FD_RESERVE 4
 
