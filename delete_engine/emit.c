@@ -686,6 +686,17 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
 	ctx->nfds = 0;
 	ctx->fd_budget = de__fd_budget();
+	/*
+	 * Nodes a scanning thread may hold scanned ahead of the unlinker
+	 * on a chain (walk.c run_phase2): each keeps a pinned fd, so a
+	 * quarter of the fd budget, at most 32 (one wake-up of the reader
+	 * per 32 directories instead of one per directory).
+	 */
+	ctx->ahead_max = (unsigned)ctx->fd_budget / 4;
+	if (ctx->ahead_max > 32)
+		ctx->ahead_max = 32;
+	if (ctx->ahead_max < 1)
+		ctx->ahead_max = 1;
 	ctx->win_max = WIN_MAX;
 	ctx->win_live = 0;
 	ctx->scans_inflight = 0;
@@ -695,7 +706,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->ev_count = 0;
 	ctx->ev_ents = 0;
 	/*
-	 * p2_active and ready are not reset: both are back to 0/NULL when
+	 * p2_active and the ready queue (ready, ready_tail, nready,
+	 * ready_ents) are not reset: all are back to 0/NULL when
 	 * the root is final, but the last worker may not have left
 	 * run_phase2 yet when the next run starts (it only takes the lock
 	 * and finds the stack empty, or takes this run's node, both fine).
