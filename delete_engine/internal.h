@@ -202,6 +202,7 @@ struct de_ctx {
 	unsigned p2_gate;
 	struct de__node *ready, *ready_tail;
 	unsigned nready, ahead_max;
+	int p2_help;			/* order.c de__p2_help */
 	size_t ready_ents;
 	struct de_summary sum;
 	struct de_progress prog;
@@ -276,6 +277,7 @@ void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);
+int de__p2_help(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 

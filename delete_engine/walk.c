@@ -908,7 +908,8 @@ static struct de__node *first_child(struct de__node *n)
  * same thread without a hand-off: along a chain it runs up to
  * ctx->ahead_max directories ahead while the unlinker takes them from
  * the queue in order.  When the queue is full, n's children are left to
- * its phase 2 as before.  Returns the child to scan next, or NULL.
+ * its phase 2 as before (or, with ctx->p2_help, the reader unlinks it
+ * itself).  Returns the child to scan next, or NULL.
  */
 static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 				   int pinned)
@@ -939,6 +940,22 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 	lock(ctx);
 	if (ctx->p2_active > 0 && gate &&
 	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) < gate) {
+		/*
+		 * The queue is full: the reader is ahead_max directories
+		 * ahead and would sleep until the unlinker catches up.
+		 * Where a second unlinker pays (ctx->p2_help, order.c
+		 * de__p2_help), it unlinks this directory itself, the
+		 * deepest scanned, far from the unlinker's, then goes on
+		 * reading from the child phase 2 queues.  It is not
+		 * counted in p2_active: it does not empty the ready queue,
+		 * so nodes must not be put there on its account.
+		 */
+		if (ctx->p2_help && !n->early &&
+		    ctx->nready >= ctx->ahead_max) {
+			unlock(ctx);
+			de__phase2(ctx, n, pinned);
+			return NULL;
+		}
 		n->rpinned = pinned;
 		n->rnext = NULL;
 		if (ctx->ready_tail)
