@@ -685,6 +685,17 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
 	ctx->nfds = 0;
+	/*
+	 * Nodes a scanning thread may hold scanned ahead of the unlinker
+	 * on a chain (walk.c run_phase2): each keeps a pinned fd, so a
+	 * quarter of the fd budget (de__ctx_start()), at most 32 (one
+	 * wake-up of the reader per 32 directories, not one per directory).
+	 */
+	ctx->ahead_max = (unsigned)ctx->fd_budget / 4;
+	if (ctx->ahead_max > 32)
+		ctx->ahead_max = 32;
+	if (ctx->ahead_max < 1)
+		ctx->ahead_max = 1;
 	ctx->win_max = WIN_MAX;
 	ctx->win_live = 0;
 	ctx->scans_inflight = 0;
@@ -694,7 +705,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->ev_count = 0;
 	ctx->ev_ents = 0;
 	/*
-	 * p2_active and ready are not reset: both are back to 0/NULL when
+	 * p2_active and the ready queue (ready, ready_tail, nready,
+	 * ready_ents) are not reset: all are back to 0/NULL when
 	 * the root is final, but the last worker may not have left
 	 * run_phase2 yet when the next run starts (it only takes the lock
 	 * and finds the stack empty, or takes this run's node, both fine).
@@ -755,6 +767,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		ctx->run_threads = t;
 		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
 		ctx->p2_gate = t > 1 ? de__p2_gate(ctx, r->fstype) : 0;
+		ctx->p2_help = de__p2_help(ctx, r->fstype);
 	}
 	rc = add_targets(ctx, dirfd, targets, n);
 	if (rc) {

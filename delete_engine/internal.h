@@ -119,9 +119,12 @@ struct de__node {
 	int inwin;		/* counted in ctx->win_live */
 	int skip_scan;		/* not entered: res/op/err say why */
 	int p2sub;		/* phase 2 started */
-	struct de__node *rnext;	/* ready stack: scanned, waiting for a
+	struct de__node *rnext;	/* ready queue: scanned, waiting for a
 				 * phase-2 slot (tree lock) */
-	int rpinned;		/* on the ready stack with its fd pinned */
+	int rpinned;		/* on the ready queue with its fd pinned */
+	int early;		/* children made and scheduled by the thread
+				 * that scanned n (walk.c run_phase2), so
+				 * phase 2 must not make them again */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
 	/* The listing, in canonical order when ordered. */
@@ -190,11 +193,17 @@ struct de_ctx {
 	 * Phase-2 admission (walk.c de__run_phase2): p2_active workers are
 	 * unlinking; another may join only while at least p2_gate directory
 	 * tasks are queued (0: always).  Scanned nodes that may not join
-	 * wait on the ready stack for a worker already in phase 2.
+	 * wait on the ready queue (FIFO) for a worker already in phase 2.
+	 * nready and ready_ents (the entries their listings hold) bound the
+	 * scanning thread's run ahead along a chain: at most ahead_max
+	 * nodes and READY_ENTS_MAX entries.
 	 */
 	int p2_active;
 	unsigned p2_gate;
-	struct de__node *ready;
+	struct de__node *ready, *ready_tail;
+	unsigned nready, ahead_max;
+	int p2_help;			/* order.c de__p2_help */
+	size_t ready_ents;
 	struct de_summary sum;
 	struct de_progress prog;
 	uint64_t t0_ms;
@@ -271,6 +280,7 @@ void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);
+int de__p2_help(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 
