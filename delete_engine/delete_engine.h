@@ -231,6 +231,16 @@ void de_ctx_free(de_ctx *ctx);
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks, struct de_summary *sum);
 
+/*
+ * From a hook, on the thread that called de_remove(), during a run with
+ * max_delete set: count n removals the caller made itself against the
+ * limit, so that the engine stops where the caller's own count says it
+ * must (rsync counts the rmdir it retries on a directory the engine kept).
+ * Returns 0; -EINVAL outside a hook on the calling thread.  Without a
+ * max_delete it does nothing.
+ */
+int de_limit_take(de_ctx *ctx, unsigned long long n);
+
 /* A static English message for a negative (or positive) errno. */
 const char *de_strerror(int err);
 

@@ -719,6 +719,22 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->pbuf_node = NULL;
 }
 
+/* See delete_engine.h.  limit_left belongs to the calling thread: only
+ * serial runs (and every run with max_delete is one) consult it, and
+ * there only the calling thread removes. */
+int de_limit_take(de_ctx *ctx, unsigned long long n)
+{
+	if (!ctx || !ctx->root || !pthread_equal(pthread_self(), ctx->caller))
+		return -EINVAL;
+	if (ctx->limit_left < 0)
+		return 0;
+	if ((unsigned long long)ctx->limit_left <= n)
+		ctx->limit_left = 0;
+	else
+		ctx->limit_left -= (long long)n;
+	return 0;
+}
+
 /* See delete_engine.h. */
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks, struct de_summary *sum)
