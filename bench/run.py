@@ -1047,7 +1047,9 @@ def main():
                     if sc == 'sync':
                         peers = usable(SYNC_PEERS, False)
                     elif sc == 'ssh':
-                        peers = usable(SSH_PEERS, False)
+                        # --peer adds to these too: {ssh} and {sshmux}
+                        # name the login's ssh command lines.
+                        peers = usable(SSH_PEERS, False) + usable(extra, False)
                         user = sshd.as_user
                         os.chown(work, sshd.pw.pw_uid, sshd.pw.pw_gid)
                     else:
