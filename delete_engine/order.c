@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <limits.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +169,14 @@ unsigned de__threads_for(de_ctx *ctx, long fstype)
  * Wide trees (hundreds of queued directories) pass the gate and keep all
  * workers unlinking: xfs wide 300x1000 warm 0.89 with two vs 1.72 with
  * one.
+ *
+ * Except on btrfs, where two unlinkers in different directories of one
+ * subvolume are twice as slow as one (they contend for the same b-tree):
+ * idle machine, 2026-11-30, tools/ratio.sh -r 3 -f btrfs, 300x1000, ratio
+ * to rm -rf: two unlinkers cold 1.85, warm 2.20; one unlinker and a
+ * reader (this gate) cold 0.97, warm 1.01.  100x1000 warm, single runs:
+ * two 2.69-3.00 s, -j1 1.25-1.39 s, this gate 1.21-1.25 s, rm -rf
+ * 1.22-1.35 s.  So btrfs keeps one unlinker, wide or not.
  */
 unsigned de__p2_gate(de_ctx *ctx, long fstype)
 {
@@ -174,6 +184,8 @@ unsigned de__p2_gate(de_ctx *ctx, long fstype)
 		return 0;
 	if (ctx->cfg.flags & DE_F_ADAPT)
 		return 2;
+	if (fstype == FS_BTRFS)
+		return UINT_MAX;	/* one unlinker, wide or not (below) */
 	return fstype == FS_TMPFS || fstype == FS_RAMFS ? 0 : 2;
 }
 
