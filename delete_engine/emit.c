@@ -12,9 +12,11 @@
  *    thread walks the tree in canonical order and waits for each entry's
  *    outcome; workers scan and remove ahead of it, at most win_max scanned
  *    directories ahead (memory bound: win_max listings + the walk's path).
- *  - serial (dry run, max_delete, dispose): workers only scan ahead; the
- *    calling thread makes each removal itself, in canonical order, so the
- *    limit is exact and the dispose hook runs when each entry is due.
+ *  - serial (dry run, max_delete, dispose, and any run on btrfs): workers
+ *    only scan ahead; the calling thread makes each removal itself, in
+ *    canonical order, so the limit is exact, the dispose hook runs when
+ *    each entry is due, and on btrfs each directory is emptied just before
+ *    its rmdir (order.c de__want_serial).
  */
 #include "internal.h"
 
@@ -768,6 +770,10 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	r->mode = st.mode;
 	r->fstype = de__fs_type(dirfd);
 	r->state = NS_SCANNED;
+	if (!ctx->serial && de__want_serial(ctx, r->fstype)) {
+		ctx->serial = 1;
+		ctx->ordered = 1;
+	}
 	{
 		unsigned t = ctx->cfg.threads ? ctx->cfg.threads :
 			de__threads_for(ctx, r->fstype);

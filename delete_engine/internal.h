@@ -281,6 +281,7 @@ int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);
 int de__p2_help(de_ctx *ctx, long fstype);
+int de__want_serial(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 

@@ -8,8 +8,6 @@
  */
 #include "internal.h"
 
-#include <limits.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,7 +174,9 @@ unsigned de__threads_for(de_ctx *ctx, long fstype)
  * to rm -rf: two unlinkers cold 1.85, warm 2.20; one unlinker and a
  * reader (this gate) cold 0.97, warm 1.01.  100x1000 warm, single runs:
  * two 2.69-3.00 s, -j1 1.25-1.39 s, this gate 1.21-1.25 s, rm -rf
- * 1.22-1.35 s.  So btrfs keeps one unlinker, wide or not.
+ * 1.22-1.35 s.  So btrfs keeps one unlinker, wide or not: the calling
+ * thread, in canonical order (de__want_serial), which is why no branch
+ * here names btrfs.
  */
 unsigned de__p2_gate(de_ctx *ctx, long fstype)
 {
@@ -184,9 +184,46 @@ unsigned de__p2_gate(de_ctx *ctx, long fstype)
 		return 0;
 	if (ctx->cfg.flags & DE_F_ADAPT)
 		return 2;
-	if (fstype == FS_BTRFS)
-		return UINT_MAX;	/* one unlinker, wide or not (below) */
 	return fstype == FS_TMPFS || fstype == FS_RAMFS ? 0 : 2;
+}
+
+/*
+ * Whether a run removes on the calling thread in canonical order, the
+ * workers only reading ahead (emit.c, as for a dry run): 1 on btrfs, where
+ * one unlinker is all that pays (see de__p2_gate) and the order of that
+ * one unlinker matters.  btrfs queues the removal of a directory entry as a
+ * delayed item of the directory's inode; past 128 queued items every
+ * unlink hands a batch to the btrfs-delayed-meta workers, which write
+ * them into the b-tree, contending with the unlinker for the root node's
+ * lock.  Items of a directory that is removed soon after are dropped with
+ * its inode instead, unwritten.  The parallel schedule empties a
+ * directory as soon as it is read, long before its own rmdir on a deep
+ * chain, so the items pile up; the canonical walk empties each directory
+ * just before removing it (post-order), as rm -rf happens to on btrfs,
+ * where getdents lists the subdirectory of a bench/mktree level before its
+ * files.  Deep 2000x50 warm, one unlinker and a reader: 4,400 work items
+ * queued to btrfs-delayed-meta (perf, workqueue:workqueue_queue_work)
+ * against 214 in post-order and 260 for rm -rf; 3,700 context switches,
+ * mostly waits in btrfs_tree_lock, against 200-400.  Idle machine,
+ * 2026-11-30, seconds for parallel | canonical | rm -rf, 2 runs each:
+ *
+ *   deep 2000x50  warm 1.47 1.42 | 1.14 1.08 | 1.17 1.17
+ *                 cold 1.85 1.75 | 1.58 1.59 | 1.74 1.72
+ *   wide 300x1000 warm 3.78 3.73 | 3.25 3.59 | 3.72 3.97
+ *                 cold 4.75 4.77 | 4.69 4.87 | 4.90 4.77
+ *   flat 200000   warm 2.94 2.83 | 2.67 2.63 | 2.77 2.93
+ *                 cold 3.98 3.86 | 4.04 3.75 | 3.74 3.67
+ *
+ * Not elsewhere: ext4 deep warm 0.47 s parallel against 0.60-0.65 s
+ * canonical (rm -rf 0.71-0.74), as two CPUs share that work; xfs deep cold
+ * 1.11/1.20 against 1.32/1.23.  DE_F_NO_ADAPT and DE_F_ADAPT (measuring
+ * the parallel schedule) turn it off.
+ */
+int de__want_serial(de_ctx *ctx, long fstype)
+{
+	if (ctx->cfg.flags & (DE_F_NO_ADAPT | DE_F_ADAPT))
+		return 0;
+	return fstype == FS_BTRFS;
 }
 
 /*

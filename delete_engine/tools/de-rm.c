@@ -12,7 +12,8 @@
  *   -w    make own unwritable/unreadable directories writable first
  *   -S    never split a huge directory across workers (measuring)
  *   -A/-a every worker unlinks always / only one unless the tree is wide
- *         (measuring; default: per file system, see order.c)
+ *         (measuring; default: per file system, see order.c; either one
+ *         also keeps btrfs on the parallel schedule)
  *   -i/-I never/always unlink in inode order (measuring)
  *
  * Errors are printed like rm's ("de-rm: cannot remove 'X': Permission

@@ -1,0 +1,79 @@
+/* btrfs_order: on btrfs the engine removes in canonical order (each
+ * directory emptied just before its rmdir) without DE_F_ORDERED, so the
+ * reports arrive in that order; with DE_F_NO_ADAPT the parallel schedule
+ * still removes everything, as does the portable path (which knows no
+ * file system types, so only the removal is checked there).  Needs root
+ * for a loop-mounted btrfs (exit 77 without root or mkfs.btrfs). */
+#include "tutil.h"
+#include <sys/mount.h>
+
+static int check_removal(int wd, const char *name, unsigned flags,
+			 int canonical)
+{
+	struct t_names ref = { 0 };
+	struct t_reps rs = { 0 };
+	struct de_summary sum;
+	int ret = T_FAIL, rc;
+	size_t i;
+
+	CHECK(t_mixed(wd, name, 4, 5) == 0);	/* 781 dirs */
+	t_canon(wd, name, name, &ref);
+	rc = t_remove(wd, name, 2, flags, -1, &rs, &sum);
+	CHECK(rc == 0);
+	CHECK(!t_exists(wd, name));
+	CHECK(rs.n == ref.n);
+	CHECK(sum.failed == 0 && sum.not_empty == 0);
+	for (i = 0; i < rs.n; i++) {
+		CHECK(rs.v[i].result == DE_R_REMOVED);
+		if (!canonical || !strcmp(rs.v[i].path, ref.v[i]))
+			continue;
+		fprintf(stderr, "%s at %zu: got %s want %s\n", name, i,
+			rs.v[i].path, ref.v[i]);
+		goto out;
+	}
+	ret = T_PASS;
+out:
+	t_reps_free(&rs);
+	t_names_free(&ref);
+	return ret;
+}
+
+int main(void)
+{
+	char cmd[6 * sizeof(t_base) + 200], mnt[sizeof(t_base) + 8];
+	int ret = T_FAIL, dfd, wd = -1, mounted = 0, canonical = 1;
+
+#ifdef DE_PORTABLE
+	canonical = 0;
+#endif
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	if (geteuid() != 0) {
+		ret = T_SKIP;
+		goto out;
+	}
+	snprintf(mnt, sizeof(mnt), "%s/mnt", t_base);
+	snprintf(cmd, sizeof(cmd), "truncate -s 256M %s/img && "
+		 "mkfs.btrfs -q -f %s/img >/dev/null 2>&1 && mkdir %s && "
+		 "mount -o loop %s/img %s", t_base, t_base, mnt, t_base, mnt);
+	if (system(cmd) != 0) {
+		ret = T_SKIP;
+		goto out;
+	}
+	mounted = 1;
+	wd = open(mnt, O_RDONLY | O_DIRECTORY);
+	CHECK(wd >= 0);
+	CHECK(check_removal(wd, "tree", 0, canonical) == T_PASS);
+	CHECK(check_removal(wd, "parallel", DE_F_NO_ADAPT, 0) == T_PASS);
+	ret = T_PASS;
+out:
+	if (wd >= 0)
+		close(wd);
+	if (mounted && umount2(mnt, MNT_DETACH))
+		fprintf(stderr, "umount %s failed\n", mnt);
+	close(dfd);
+	t_cleanup();
+	return ret;
+}
