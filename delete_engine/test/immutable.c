@@ -5,7 +5,6 @@
 #include "tutil.h"
 #include <linux/fs.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 
 static int set_immutable(int dfd, const char *name, int on)
 {
@@ -26,8 +25,7 @@ int main(void)
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	struct t_rep *r;
-	char cmd[6 * sizeof(t_base) + 200], mnt[sizeof(t_base) + 8];
-	int ret = T_FAIL, dfd, wd = -1, t = -1, s = -1, rc, mounted = 0;
+	int ret = T_FAIL, dfd, wd = -1, t = -1, s = -1, rc;
 
 	dfd = t_mktemp();
 	if (dfd < 0)
@@ -37,21 +35,11 @@ int main(void)
 		set_immutable(dfd, "probe", 0);
 		wd = dup(dfd);
 	} else {
-		if (geteuid() != 0) {
+		wd = t_loop_mount("64M", "mkfs.ext4 -q");
+		if (wd < 0) {
 			ret = T_SKIP;
 			goto out;
 		}
-		snprintf(mnt, sizeof(mnt), "%s/mnt", t_base);
-		snprintf(cmd, sizeof(cmd), "truncate -s 64M %s/img && "
-			 "mkfs.ext4 -q %s/img && mkdir %s && "
-			 "mount -o loop %s/img %s", t_base, t_base, mnt,
-			 t_base, mnt);
-		if (system(cmd) != 0) {
-			ret = T_SKIP;
-			goto out;
-		}
-		mounted = 1;
-		wd = open(mnt, O_RDONLY | O_DIRECTORY);
 	}
 	CHECK(wd >= 0);
 	t = t_dir(wd, "tree");
@@ -84,10 +72,7 @@ out:
 	}
 	if (t >= 0)
 		close(t);
-	if (wd >= 0)
-		close(wd);
-	if (mounted && umount2(mnt, MNT_DETACH))
-		fprintf(stderr, "umount %s failed\n", mnt);
+	t_loop_umount(wd);
 	close(dfd);
 	t_cleanup();
 	return ret;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -57,6 +58,48 @@ static __attribute__((unused)) void t_cleanup(void)
 	if (system(cmd) != 0)
 		fprintf(stderr, "cleanup of %s failed\n", t_base);
 	t_base[0] = 0;
+}
+
+/*
+ * As root, make a loop image of the given size (truncate's syntax) in the
+ * temp dir, format it with mkfs (a command that takes the image's path
+ * last, e.g. "mkfs.ext4 -q") and mount it on <temp>/mnt.  Returns an
+ * O_DIRECTORY fd of the mount, or -1 when that cannot be done here (not
+ * root, no such mkfs): the caller skips.  t_loop_umount() undoes it.
+ */
+static char t_mnt[sizeof(t_base) + 8];
+
+static __attribute__((unused)) int t_loop_mount(const char *size,
+						const char *mkfs)
+{
+	char cmd[4 * sizeof(t_base) + 300];
+	int fd;
+
+	if (geteuid() != 0 || !t_base[0])
+		return -1;
+	snprintf(t_mnt, sizeof(t_mnt), "%s/mnt", t_base);
+	if (snprintf(cmd, sizeof(cmd), "truncate -s %s '%s/img' && "
+		     "%s '%s/img' >/dev/null 2>&1 && mkdir '%s' && "
+		     "mount -o loop '%s/img' '%s'", size, t_base, mkfs, t_base,
+		     t_mnt, t_base, t_mnt) >= (int)sizeof(cmd) ||
+	    system(cmd) != 0) {
+		t_mnt[0] = 0;
+		return -1;
+	}
+	fd = open(t_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && umount2(t_mnt, MNT_DETACH) == 0)
+		t_mnt[0] = 0;
+	return fd;
+}
+
+/* Close fd (if >= 0) and unmount what t_loop_mount() mounted, if any. */
+static __attribute__((unused)) void t_loop_umount(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	if (t_mnt[0] && umount2(t_mnt, MNT_DETACH))
+		fprintf(stderr, "umount %s failed\n", t_mnt);
+	t_mnt[0] = 0;
 }
 
 /* rm -rf base/name (to reset between sub-cases). */
