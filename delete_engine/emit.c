@@ -395,16 +395,13 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		de__node_unpin(ctx, n);
 		e->op = DE_OP_UNLINK;
 	}
-	if (rc == 0) {
-		e->res = DE_R_REMOVED;
+	e->res = (uint8_t)de__rm_result(rc, fd >= 0, &e->err);
+	if (e->res == DE_R_REMOVED) {
 		e->op = 0;
 		limit_take(ctx);
-	} else if (rc == -ENOENT && fd >= 0) {
-		e->res = DE_R_VANISHED;
+	} else if (e->res == DE_R_VANISHED) {
 		e->op = 0;
 	} else {
-		e->res = DE_R_FAILED;
-		e->err = -rc;
 		pthread_mutex_lock(&ctx->mu);
 		n->kept = 1;
 		pthread_mutex_unlock(&ctx->mu);
@@ -447,16 +444,11 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 			rc = de__unlinkat(ctx, pfd, c->name, AT_REMOVEDIR);
 			de__node_unpin(ctx, p);
 		}
-		if (rc == 0) {
-			res = DE_R_REMOVED;
+		res = de__rm_result(rc, pfd >= 0, &err);
+		if (res == DE_R_REMOVED)
 			limit_take(ctx);
-		} else if (rc == -ENOENT && pfd >= 0) {
-			res = DE_R_VANISHED;
-		} else {
-			res = DE_R_FAILED;
+		else if (res == DE_R_FAILED)
 			op = DE_OP_RMDIR;
-			err = -rc;
-		}
 	}
 	c->res = (uint8_t)res;
 	c->op = (uint8_t)op;

@@ -266,6 +266,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
 void de__prepare_serial(de_ctx *ctx, struct de__node *n);
 void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
 void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
+int de__rm_result(int rc, int reached, int *err);
 void de__schedule(de_ctx *ctx, struct de__node *n);
 void de__pump(de_ctx *ctx);
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);

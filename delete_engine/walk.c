@@ -478,14 +478,9 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			continue;
 		}
 		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
-		if (rc == 0) {
-			e->res = DE_R_REMOVED;
-		} else if (rc == -ENOENT) {
-			e->res = DE_R_VANISHED;
-		} else {
-			e->res = DE_R_FAILED;
+		e->res = (uint8_t)de__rm_result(rc, 1, &e->err);
+		if (e->res == DE_R_FAILED) {
 			e->op = DE_OP_UNLINK;
-			e->err = -rc;
 			kept = 1;
 		}
 		e->done = 1;
@@ -767,6 +762,22 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 }
 
 /*
+ * The result of removing an entry from rc, de__unlinkat()'s value, or the
+ * negative errno of reaching the directory that holds it (reached 0):
+ * DE_R_REMOVED, DE_R_VANISHED (ENOENT in a directory that was reached:
+ * someone else removed it) or DE_R_FAILED with *err set.
+ */
+int de__rm_result(int rc, int reached, int *err)
+{
+	if (rc == 0)
+		return DE_R_REMOVED;
+	if (rc == -ENOENT && reached)
+		return DE_R_VANISHED;
+	*err = -rc;
+	return DE_R_FAILED;
+}
+
+/*
  * Drop one reference of n (pinned: the caller holds a pin on n, which is
  * handed over).  The last reference removes n from its parent, publishes
  * NS_FINAL and continues with the parent.
@@ -820,15 +831,9 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 				rc = de__unlinkat(ctx, pfd, n->name,
 						  AT_REMOVEDIR);
 			}
-			if (rc == 0) {
-				res = DE_R_REMOVED;
-			} else if (rc == -ENOENT && pfd >= 0) {
-				res = DE_R_VANISHED;
-			} else {
-				res = DE_R_FAILED;
+			res = de__rm_result(rc, pfd >= 0, &err);
+			if (res == DE_R_FAILED)
 				op = DE_OP_RMDIR;
-				err = -rc;
-			}
 		}
 		if (pinned)
 			de__node_unpin(ctx, n);
