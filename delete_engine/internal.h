@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -266,7 +267,6 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
 void de__prepare_serial(de_ctx *ctx, struct de__node *n);
 void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
 void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
-int de__rm_result(int rc, int reached, int *err);
 void de__schedule(de_ctx *ctx, struct de__node *n);
 void de__pump(de_ctx *ctx);
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
@@ -275,6 +275,23 @@ void de__p2task(struct de__work *w, void *buf);
 void de__signal(de_ctx *ctx);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
+
+/*
+ * The result of removing an entry from rc, de__unlinkat()'s value, or the
+ * negative errno of reaching the directory that holds it (reached 0):
+ * DE_R_REMOVED, DE_R_VANISHED (ENOENT in a directory that was reached:
+ * someone else removed it) or DE_R_FAILED with *err set.  Inline: it runs
+ * once per unlinked file (walk.c unlink_range).
+ */
+static inline int de__rm_result(int rc, int reached, int *err)
+{
+	if (rc == 0)
+		return DE_R_REMOVED;
+	if (rc == -ENOENT && reached)
+		return DE_R_VANISHED;
+	*err = -rc;
+	return DE_R_FAILED;
+}
 
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);

@@ -762,22 +762,6 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 }
 
 /*
- * The result of removing an entry from rc, de__unlinkat()'s value, or the
- * negative errno of reaching the directory that holds it (reached 0):
- * DE_R_REMOVED, DE_R_VANISHED (ENOENT in a directory that was reached:
- * someone else removed it) or DE_R_FAILED with *err set.
- */
-int de__rm_result(int rc, int reached, int *err)
-{
-	if (rc == 0)
-		return DE_R_REMOVED;
-	if (rc == -ENOENT && reached)
-		return DE_R_VANISHED;
-	*err = -rc;
-	return DE_R_FAILED;
-}
-
-/*
  * Drop one reference of n (pinned: the caller holds a pin on n, which is
  * handed over).  The last reference removes n from its parent, publishes
  * NS_FINAL and continues with the parent.
