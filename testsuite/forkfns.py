@@ -5,6 +5,7 @@ suite directory that `make check-fork` assembles; this module adds what
 only the fork needs: the stock build to compare against, and random trees.
 """
 
+import atexit
 import contextlib
 import os
 import random
@@ -25,6 +26,40 @@ def require_stock() -> str:
     if not os.access(RSYNC_STOCK, os.X_OK):
         test_skipped(f'no stock rsync at {RSYNC_STOCK} (make stock)')
     return RSYNC_STOCK
+
+
+class Mounts:
+    """Filesystems a test mounts (as root), all unmounted when it exits,
+    whether it passes or fails."""
+
+    def __init__(self):
+        self.points = []
+        atexit.register(self.undo)
+
+    def mount(self, argv, where: Path) -> Path:
+        """Run `argv WHERE` (a mount command); skip the test if it fails."""
+        where.mkdir(parents=True, exist_ok=True)
+        p = subprocess.run(argv + [str(where)], capture_output=True, text=True)
+        if p.returncode:
+            test_skipped(f'cannot mount ({" ".join(argv)}): {p.stderr.strip()}')
+        self.points.append(where)
+        return where
+
+    def loop(self, mkfs, img: Path, where: Path, size_mb: int) -> Path:
+        """A fresh filesystem made by `mkfs IMG` in a sparse size_mb image,
+        loop-mounted on where."""
+        with open(img, 'wb') as fh:
+            fh.truncate(size_mb << 20)
+        p = subprocess.run(mkfs + [str(img)], capture_output=True, text=True)
+        if p.returncode:
+            test_skipped(f'{mkfs[0]} failed: {p.stderr.strip()}')
+        return self.mount(['mount', '-o', 'loop', str(img)], where)
+
+    def undo(self):
+        for where in reversed(self.points):
+            if subprocess.run(['umount', str(where)], capture_output=True).returncode:
+                subprocess.run(['umount', '-l', str(where)], capture_output=True)
+        self.points.clear()
 
 
 def run(argv, **kw) -> subprocess.CompletedProcess:
