@@ -232,6 +232,19 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks, struct de_summary *sum);
 
 /*
+ * For a caller that hands one huge directory's targets to de_remove() in
+ * several calls, to bound its memory and the engine's: put the n targets
+ * (directly inside dirfd) in an order in which those calls together
+ * unlink as one call would: the non-directories first, by inode number
+ * where the engine unlinks in inode order on dirfd's filesystem (README,
+ * "Heuristics"), then the directories, in their given order (each is a
+ * task of its own; sorting them by inode would crowd the workers into one
+ * of xfs's allocation groups).  Returns 0, or -EINVAL.
+ */
+int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
+		     size_t n);
+
+/*
  * From a hook, on the thread that called de_remove(), during a run with
  * max_delete set: count n removals the caller made itself against the
  * limit, so that the engine stops where the caller's own count says it

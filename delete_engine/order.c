@@ -84,6 +84,42 @@ int de__want_inode_sort(de_ctx *ctx, long fstype)
 	return 1;
 }
 
+static int cmp_target_ino(const void *a, const void *b)
+{
+	uint64_t x = ((const struct de_target *)a)->ino;
+	uint64_t y = ((const struct de_target *)b)->ino;
+
+	return x < y ? -1 : x > y;
+}
+
+/* See delete_engine.h. */
+int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
+{
+	size_t k, w = n;
+	long fstype;
+
+	if (!ctx || dirfd < 0 || (n && !t))
+		return -EINVAL;
+	/*
+	 * Directories to the end, keeping their order: scanning down, each
+	 * takes the highest slot not yet taken by one, and what it displaces
+	 * is a non-directory (whose order the sort below decides).
+	 */
+	for (k = n; k-- > 0;)
+		if (t[k].type == DE_T_DIR) {
+			struct de_target d = t[k];
+
+			t[k] = t[--w];
+			t[w] = d;
+		}
+	/* A serial run (btrfs) sorts each call's listing canonically. */
+	fstype = de__fs_type(dirfd);
+	if (w > 1 && de__want_inode_sort(ctx, fstype) &&
+	    !de__want_serial(ctx, fstype))
+		qsort(t, w, sizeof(*t), cmp_target_ino);
+	return 0;
+}
+
 /*
  * Index array of n's non-directory entries to delete, in the order to
  * unlink them (inode order where wanted).  Returns NULL on ENOMEM (the

@@ -17,13 +17,13 @@ both mounts, moving the sentinel outside T into the backup directory
 exit.
 """
 
-import atexit
 import os
 import shutil
 import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
 from chaoslib import crash_marks, digest_diff, entries, make_sentinel, tree_digest
+from forkfns import Mounts
 
 fork = RSYNC.split()
 
@@ -34,25 +34,7 @@ empty = SCRATCHDIR / 'empty'
 empty.mkdir()
 sentinel = SCRATCHDIR / 'sentinel'
 sentinel_digest = make_sentinel(sentinel)
-mounted = []
-
-
-def unmount_all():
-    for where in reversed(mounted):
-        if subprocess.run(['umount', str(where)], capture_output=True).returncode:
-            subprocess.run(['umount', '-l', str(where)], capture_output=True)
-    mounted.clear()
-
-
-atexit.register(unmount_all)
-
-
-def mount(argv, where):
-    p = subprocess.run(argv + [str(where)], capture_output=True, text=True)
-    if p.returncode:
-        test_skipped(f'cannot mount: {p.stderr.strip()}')
-    mounted.append(where)
-
+mounts = Mounts()
 
 MODES = [['--delete-only'], ['-a', '--delete'], ['-r', '--delete-delay'],
          ['--delete-only', '-x'],
@@ -65,10 +47,10 @@ for mode in MODES:
         (target / d).mkdir(parents=True)
     for f in ('a/f', 'b/c/g', 'b/h', 'z/i', 'top'):
         (target / f).write_text(f'{f}\n')
-    mount(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs'], target / 'a' / 'tmp')
+    mounts.mount(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs'], target / 'a' / 'tmp')
     (target / 'a' / 'tmp' / 'inside').write_text('on tmpfs\n')
     tmpfs_digest = tree_digest(target / 'a' / 'tmp')
-    mount(['mount', '--bind', str(sentinel)], target / 'a' / 'bind')
+    mounts.mount(['mount', '--bind', str(sentinel)], target / 'a' / 'bind')
     try:
         # A hang raises well before runtests.py's SIGKILL, so the mounts
         # are undone.
@@ -94,6 +76,6 @@ for mode in MODES:
         if 'cannot delete non-empty directory: a' not in p.stdout.splitlines():
             test_fail(f'{label}: no "cannot delete non-empty directory: a" in {p.stdout}')
     finally:
-        unmount_all()
+        mounts.undo()
     shutil.rmtree(target)
     shutil.rmtree(SCRATCHDIR / 'bak', ignore_errors=True)
