@@ -780,6 +780,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		de__pool_limit(&ctx->pool, t);
 		ctx->run_threads = t;
 		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
+		ctx->split_idle_min = ctx->serial ? 0x7fffffff : 256;
 		ctx->p2_gate = t > 1 ? de__p2_gate(ctx, r->fstype) : 0;
 		ctx->p2_help = de__p2_help(ctx, r->fstype);
 	}

@@ -189,7 +189,8 @@ struct de_ctx {
 	long long limit_left;
 	int limit_hit;
 	dev_t start_dev;
-	int split_min;
+	int split_min;			/* split a directory's unlinks from */
+	int split_idle_min;		/* ... or from this with nothing queued */
 	/*
 	 * Phase-2 admission (walk.c de__run_phase2): p2_active workers are
 	 * unlinking; another may join only while at least p2_gate directory

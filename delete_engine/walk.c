@@ -720,10 +720,15 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	}
 	/*
 	 * Splitting: a directory with at least split_min files to unlink is
-	 * cut into one chunk per worker.  See README "Heuristics".
+	 * cut into one chunk per worker, and so is one with split_idle_min
+	 * when no task is queued, which the other workers would otherwise
+	 * wait for (with tasks queued they are better spent on other
+	 * directories).  See README "Heuristics".
 	 */
-	if (k >= (size_t)ctx->split_min && ctx->run_threads > 1 &&
-	    de__want_split(ctx, n->fstype)) {
+	if ((k >= (size_t)ctx->split_min ||
+	     (k >= (size_t)ctx->split_idle_min &&
+	      __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
+	    ctx->run_threads > 1 && de__want_split(ctx, n->fstype)) {
 		unsigned nch = ctx->run_threads, i;
 		size_t per = k / nch, start = per;
 
