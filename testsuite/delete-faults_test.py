@@ -23,7 +23,6 @@ path, byte counts and the "at main.c(N) [sender=V]" tail normalised):
     under RLIMIT_NOFILE 10 too (rsync's own fds leave the engine a few).
 """
 
-import atexit
 import hashlib
 import os
 import re
@@ -31,7 +30,7 @@ import shutil
 import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
-from forkfns import require_stock, tree_listing
+from forkfns import Mounts, require_stock, tree_listing
 
 stock = require_stock()
 fork = RSYNC.split()
@@ -61,38 +60,8 @@ empty.mkdir()
 os.chmod(SCRATCHDIR, 0o755)
 
 # ---- Mounts, always undone -------------------------------------------------
-mounted = []
-
-
-def mount(argv, where):
-    where.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run(argv + [str(where)], capture_output=True, text=True)
-    if p.returncode:
-        test_skipped(f'cannot mount ({" ".join(argv)}): {p.stderr.strip()}')
-    mounted.append(where)
-
-
-def unmount_all():
-    for where in reversed(mounted):
-        subprocess.run(['chattr', '-R', '-i', str(where)], capture_output=True)
-        if subprocess.run(['umount', str(where)], capture_output=True).returncode:
-            subprocess.run(['umount', '-l', str(where)], capture_output=True)
-    mounted.clear()
-
-
-atexit.register(unmount_all)
-
-
-def loop_ext4(name, size_mb=16):
-    img = SCRATCHDIR / f'{name}.img'
-    with open(img, 'wb') as fh:
-        fh.truncate(size_mb << 20)
-    p = subprocess.run(['mkfs.ext4', '-q', '-F', str(img)], capture_output=True, text=True)
-    if p.returncode:
-        test_skipped(f'mkfs.ext4 failed: {p.stderr.strip()}')
-    where = SCRATCHDIR / name
-    mount(['mount', '-o', 'loop', str(img)], where)
-    return where
+mounts = Mounts(before_umount=lambda where: subprocess.run(
+    ['chattr', '-R', '-i', str(where)], capture_output=True))
 
 
 # ---- Running and comparing -------------------------------------------------
@@ -161,7 +130,8 @@ def build(root, spec):
 
 
 # ---- EPERM: chattr +i on a loop ext4, then EROFS on the same filesystem ----
-fs = loop_ext4('ext4')
+fs = mounts.loop(['mkfs.ext4', '-q', '-F'], SCRATCHDIR / 'ext4.img',
+                 SCRATCHDIR / 'ext4', 16)
 SPEC = ['a/b/imm', 'a/b/free', 'a/2', 'c/in', 'x/y/', 'z/f', 'z/g/h', 'top',
         *[f'w{i}/s/f{i}' for i in range(20)]]
 for mode, fopts, sopts in (('delete-only', ['--delete-only', '-v'], STOCK_DO + ['-v']),
@@ -213,7 +183,7 @@ for mode, fopts, sopts in (('delete-only', ['--delete-only', '-v'], STOCK_DO + [
     elif 'rofs-rmdir' not in KNOWN:
         if sorted(f[1]) != sorted(s[1]) or sorted(f[2]) != sorted(s[2]):
             test_fail(f'{label}: lines differ\nfork:  {f[1:]}\nstock: {s[1:]}')
-unmount_all()
+mounts.undo()
 
 # ---- EACCES and EPERM as an unprivileged user ------------------------------
 as_nobody = ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}', '--clear-groups']
@@ -267,7 +237,7 @@ def sha(p):
 
 originals = {}
 for side in ('fork', 'stock'):
-    mount(['mount', '-t', 'tmpfs', '-o', 'size=512k', 'tmpfs'], SCRATCHDIR / f'small-{side}')
+    mounts.mount(['mount', '-t', 'tmpfs', '-o', 'size=512k', 'tmpfs'], SCRATCHDIR / f'small-{side}')
     root = SCRATCHDIR / f'b-{side}'
     (root / 'a').mkdir(parents=True)
     (root / 'b' / 'c').mkdir(parents=True)
@@ -295,7 +265,7 @@ for rel, digest in originals['fork'].items():
     if not ((kept.is_file() and sha(kept) == digest) or
             (saved.is_file() and sha(saved) == digest)):
         test_fail(f'{label}: {rel} was lost: neither kept nor backed up whole')
-unmount_all()
+mounts.undo()
 
 # ---- EMFILE under RLIMIT_NOFILE 32 -----------------------------------------
 def deep_and_wide(root, depth=300, wide=100):

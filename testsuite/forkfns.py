@@ -30,10 +30,12 @@ def require_stock() -> str:
 
 class Mounts:
     """Filesystems a test mounts (as root), all unmounted when it exits,
-    whether it passes or fails."""
+    whether it passes or fails.  before_umount(where), if given, runs
+    before each unmount (e.g. to clear immutable flags)."""
 
-    def __init__(self):
+    def __init__(self, before_umount=None):
         self.points = []
+        self.before_umount = before_umount
         atexit.register(self.undo)
 
     def mount(self, argv, where: Path) -> Path:
@@ -57,6 +59,8 @@ class Mounts:
 
     def undo(self):
         for where in reversed(self.points):
+            if self.before_umount:
+                self.before_umount(where)
             if subprocess.run(['umount', str(where)], capture_output=True).returncode:
                 subprocess.run(['umount', '-l', str(where)], capture_output=True)
         self.points.clear()
