@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh: make sure the Debian packages a step needs are installed.
 #
-# Usage: rsync-src/deps.sh build|check|bench|deb ...
+# Usage: rsync-src/deps.sh build|check|bench|deb|fresh ...
 #
 # Each group lists the packages one make step needs.  As root on Debian or
 # Ubuntu the missing ones are installed with apt-get; otherwise the exact
@@ -22,6 +22,8 @@ pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time rsync
 	openssh-server openssh-client"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
+# make check-fresh builds a minimal Debian root to run the README in.
+pkgs_fresh="mmdebstrap"
 
 want=
 for group in "$@"; do
@@ -35,7 +37,8 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
 fi
 
 missing=
-for p in $(printf '%s\n' $want | awk '!seen[$0]++'); do
+# awk is not Essential: no tool here may need a package of its own.
+for p in $(printf '%s\n' $want | sort -u); do
 	case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
 	ii*) ;;
 	*) missing="$missing $p" ;;

@@ -1,0 +1,181 @@
+#!/bin/sh
+# check-fresh.sh: the proof that the README's two set-up commands work on a
+# fresh Debian machine.  `make check-fresh` runs it, as root.
+#
+# A machine a developer or CI has used before hides a missing install
+# step: whatever an earlier session installed by hand is still there.  So
+# this builds a minimal Debian root with mmdebstrap (--variant=apt: the
+# Essential packages, apt and git, no compiler), from the apt sources this
+# machine already uses, and caches it as a tarball under build/fresh/.
+# Then, every run:
+#
+#   1. unpacks the cached root afresh and puts a clean clone of HEAD in it
+#      (committed work only, as CI sees it);
+#   2. binds /dev, /proc and /sys into it (and a fresh tmpfs on /run, as a
+#      booted machine has);
+#   3. runs the two commands of the README's "Set-up on a fresh Debian
+#      machine" section, read from the README itself and run verbatim in
+#      the chroot as root: `./configure && make demo`, then
+#      `./configure && make check`;
+#   4. checks that ./rsync --delete-only empties a generated tree there;
+#   5. on every exit (failure and interrupt included) kills what still
+#      runs in the root, unmounts everything under it, detaches the loop
+#      devices backed by files in it, and removes it.
+#
+# Logs go to build/fresh/*.log; the tail of a failing step is printed.
+# FRESH_SUITE picks the release (default bookworm, Debian 12);
+# FRESH_KEEP_BASE=0 forces a new base tarball.
+
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+suite=${FRESH_SUITE:-bookworm}
+dir=$top/build/fresh
+base=$dir/$suite-apt.tar
+root=$dir/root
+src=/root/rsync-de
+
+say() { printf 'check-fresh: %s\n' "$*"; }
+die() { say "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, chroot and mounts)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
+[ -d "$top/.git" ] || die "$top is not a git checkout: nothing to clone"
+
+# mounts_under DIR: the mount points at or below DIR, deepest first.
+mounts_under() {
+	findmnt -rn -o TARGET | while IFS= read -r m; do
+		# findmnt escapes blanks as \x20; our paths have none.
+		case $m in "$1" | "$1"/*) printf '%s\n' "$m" ;; esac
+	done | sort -r
+}
+
+# in_root PID: does process PID run inside the fresh root?
+in_root() {
+	r=$(readlink "/proc/$1/root" 2>/dev/null) || return 1
+	case $r in "$root" | "$root"/*) return 0 ;; esac
+	return 1
+}
+
+cleanup() {
+	rc=$?
+	trap - EXIT INT TERM HUP
+	[ -d "$root" ] || exit $rc
+	# Whatever the tests left running (daemons, sshd) inside the root.
+	for sig in TERM KILL; do
+		for p in /proc/[0-9]*; do
+			pid=${p#/proc/}
+			in_root "$pid" && kill -s $sig "$pid" 2>/dev/null
+		done
+		sleep 1
+	done
+	for m in $(mounts_under "$root"); do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+			say "cannot unmount $m" >&2
+	done
+	# Loop devices whose image lived in the root (a test killed mid-way).
+	losetup -n -O NAME,BACK-FILE 2>/dev/null | while read -r dev file; do
+		case $file in "$root"/*) losetup -d "$dev" 2>/dev/null ;; esac
+	done
+	# Never recurse into a bind mount of the host's /dev or /sys.
+	if [ -n "$(mounts_under "$root")" ]; then
+		say "still mounted under $root, not removing it:" >&2
+		mounts_under "$root" >&2
+		exit 1
+	fi
+	rm -rf --one-file-system "$root"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+mkdir -p "$dir"
+# A root left by a run that was killed with SIGKILL.
+[ ! -e "$root" ] || (trap - EXIT; cleanup) || die "could not remove the old $root"
+
+# --- The base root, cached ------------------------------------------------
+if [ "${FRESH_KEEP_BASE:-1}" = 0 ]; then rm -f "$base"; fi
+if [ ! -s "$base" ]; then
+	# The machine's own archive: its apt source files as they are, and
+	# the Acquire:: settings (proxy, validity checks) that reach it.
+	set --
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+		 /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && grep -q '^[[:space:]]*[^#[:space:]]' "$f" && set -- "$@" "$f"
+	done
+	[ $# -gt 0 ] || die "no apt sources in /etc/apt to build the root from"
+	apt-config dump | grep '^Acquire::' > "$dir/aptopt.conf" || :
+	say "building a minimal $suite root (mmdebstrap --variant=apt) from $*"
+	if ! mmdebstrap --quiet --variant=apt --include=git \
+		--aptopt="$dir/aptopt.conf" "$suite" "$base.tmp" "$@" \
+		> "$dir/mmdebstrap.log" 2>&1; then
+		tail -n 30 "$dir/mmdebstrap.log" >&2
+		rm -f "$base.tmp"
+		die "mmdebstrap failed; see $dir/mmdebstrap.log"
+	fi
+	mv -f "$base.tmp" "$base"
+fi
+
+# --- A fresh copy of it, with a clean clone of HEAD ------------------------
+mkdir "$root"
+tar -xf "$base" -C "$root"
+# Nothing but what the root was built with: no compiler, no make.
+for tool in cc gcc make quilt xz python3; do
+	if chroot "$root" sh -c "command -v $tool" >/dev/null 2>&1; then
+		die "the base root already has $tool: it is not a fresh machine"
+	fi
+done
+git clone -q "$top" "$root$src"
+say "testing $(git -C "$root$src" log -1 --format='%h %s')"
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
+mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
+mount -t proc proc "$root/proc"
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
+
+# The commands, as the README gives them: the indented lines of its
+# "Set-up on a fresh Debian machine" section that start with ./configure.
+cmds=$(sed -n '/^## Set-up on a fresh Debian machine/,/^## /{
+	s/^    \(\.\/configure .*\)$/\1/p
+}' "$top/README.md")
+[ "$(printf '%s\n' "$cmds" | wc -l)" = 2 ] ||
+	die "expected two commands in README.md's set-up section, found: $cmds"
+
+# run NAME CMD: run CMD in the root as a fresh login would, logged.
+run() {
+	name=$1
+	shift
+	say "$name: $*"
+	start=$(date +%s)
+	if chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		TERM=dumb /bin/sh -c "cd $src && $*" > "$dir/$name.log" 2>&1 </dev/null; then
+		say "$name: ok in $(($(date +%s) - start)) s"
+	else
+		rc=$?
+		tail -n 40 "$dir/$name.log" >&2
+		die "$name failed (exit $rc) after $(($(date +%s) - start)) s; log: $dir/$name.log"
+	fi
+}
+
+n=0
+printf '%s\n' "$cmds" > "$dir/commands"
+while IFS= read -r cmd; do
+	n=$((n + 1))
+	run "command$n" "$cmd"
+done < "$dir/commands"
+grep -E '^[0-9]+ passed, [0-9]+ failed' "$dir/command2.log" | sed 's/^/check-fresh:   /' || :
+
+# --- The product works: ./rsync --delete-only empties a tree ---------------
+run delete-only '
+	t=$(mktemp -d) && mkdir "$t/empty" "$t/tree" &&
+	for d in 1 2 3 4 5 6 7 8 9 10; do
+		mkdir -p "$t/tree/d$d/sub" && : > "$t/tree/d$d/f" && : > "$t/tree/d$d/sub/g" &&
+		ln -s /etc "$t/tree/d$d/link"
+	done &&
+	./rsync --delete-only "$t/empty/" "$t/tree/" &&
+	left=$(find "$t/tree" -mindepth 1 | wc -l) &&
+	{ [ "$left" -eq 0 ] || { echo "rsync --delete-only left $left entries"; exit 1; }; } &&
+	test -f /etc/passwd && rm -rf "$t"'
+say "passed"
