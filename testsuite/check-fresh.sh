@@ -108,13 +108,13 @@ if [ ! -s "$base" ]; then
 	apt-config dump | grep '^Acquire::' > "$dir/aptopt.conf" || :
 	say "building a minimal $suite root (mmdebstrap --variant=apt) from $*"
 	if ! mmdebstrap --quiet --variant=apt --include=git \
-		--aptopt="$dir/aptopt.conf" "$suite" "$base.tmp" "$@" \
+		--aptopt="$dir/aptopt.conf" "$suite" "$dir/$suite-apt.part.tar" "$@" \
 		> "$dir/mmdebstrap.log" 2>&1; then
 		tail -n 30 "$dir/mmdebstrap.log" >&2
-		rm -f "$base.tmp"
+		rm -f "$dir/$suite-apt.part.tar"
 		die "mmdebstrap failed; see $dir/mmdebstrap.log"
 	fi
-	mv -f "$base.tmp" "$base"
+	mv -f "$dir/$suite-apt.part.tar" "$base"
 fi
 
 # --- A fresh copy of it, with a clean clone of HEAD ------------------------
