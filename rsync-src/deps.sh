@@ -38,7 +38,7 @@ fi
 
 missing=
 # awk is not Essential: no tool here may need a package of its own.
-for p in $(printf '%s\n' $want | sort -u); do
+for p in $(printf '%s\n' $want | LC_ALL=C sort -u); do
 	case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
 	ii*) ;;
 	*) missing="$missing $p" ;;

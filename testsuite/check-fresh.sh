@@ -22,6 +22,10 @@
 #      runs in the root, unmounts everything under it, detaches the loop
 #      devices backed by files in it, and removes it.
 #
+# The README's apt-get line for a user who is not root is checked too:
+# in the fresh root, ./configure run as nobody must print exactly that
+# line and stop, before it looks for anything else.
+#
 # Logs go to build/fresh/*.log; the tail of a failing step is printed.
 # FRESH_SUITE picks the release (default bookworm, Debian 12);
 # FRESH_KEEP_BASE=0 forces a new base tarball.
@@ -158,6 +162,31 @@ run() {
 		die "$name failed (exit $rc) after $(($(date +%s) - start)) s; log: $dir/$name.log"
 	fi
 }
+
+# --- As a user who is not root: one apt-get line, then a stop -------------
+want=$(sed -n '/^## Set-up on a fresh Debian machine/,/^## /{
+	s/^    \(sudo apt-get install .*\)$/\1/p
+}' "$top/README.md")
+[ -n "$want" ] || die "README.md's set-up section gives no apt-get line"
+chroot "$root" sh -c "cp -a $src /tmp/user-clone && chown -R 65534:65534 /tmp/user-clone"
+say "user: ./configure as nobody"
+if chroot "$root" setpriv --reuid=65534 --regid=65534 --clear-groups \
+	/usr/bin/env -i HOME=/tmp PATH=/usr/local/bin:/usr/bin:/bin \
+	/bin/sh -c 'cd /tmp/user-clone && ./configure' > "$dir/user.log" 2>&1 </dev/null; then
+	cat "$dir/user.log" >&2
+	die "./configure as nobody succeeded on a machine without a compiler"
+fi
+got=$(sed -n 's/^[[:space:]]*\(sudo apt-get install .*\)$/\1/p' "$dir/user.log")
+if [ "$got" != "$want" ]; then
+	cat "$dir/user.log" >&2
+	die "./configure as nobody did not print README.md's line: $want"
+fi
+if grep -q -i 'compiler' "$dir/user.log"; then
+	cat "$dir/user.log" >&2
+	die "./configure as nobody went on to look for a compiler"
+fi
+rm -rf "$root/tmp/user-clone"
+say "user: ok, one apt-get line and a stop"
 
 n=0
 printf '%s\n' "$cmds" > "$dir/commands"
