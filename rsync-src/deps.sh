@@ -16,9 +16,10 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # Upstream's suite uses acl/attr tools; the fork's suite adds an sshd, the
 # Debian rsync peer, the filesystems it mounts on loop images, and fpsync
 # (fpart) to run rsync-de as its workers' rsync.
+# mount (mount, losetup) and passwd (useradd) are not Essential either.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
-	btrfs-progs util-linux procps fpart"
-pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux procps time rsync
+	btrfs-progs util-linux mount passwd procps fpart"
+pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
 	openssh-server openssh-client"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"

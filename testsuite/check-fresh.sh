@@ -62,7 +62,9 @@ in_root() {
 
 cleanup() {
 	rc=$?
-	trap - EXIT INT TERM HUP
+	# A second signal must not cut the clean-up short: ignore them all.
+	trap '' INT TERM HUP
+	trap - EXIT
 	[ -d "$root" ] || exit $rc
 	# Whatever the tests left running (daemons, sshd) inside the root.
 	for sig in TERM KILL; do
