@@ -296,6 +296,7 @@ static inline int de__rm_result(int rc, int reached, int *err)
 
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
+int de__dino_is_stat(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);

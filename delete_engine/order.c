@@ -20,6 +20,11 @@
 #define FS_XFS		0x58465342L
 #define FS_EXT4		0xef53L
 #define FS_BTRFS	0x9123683eL
+#define FS_FUSE		0x65735546L
+#define FS_SMB		0x517bL
+#define FS_9P		0x01021997L
+#define FS_CEPH		0x00c36400L
+#define FS_OVERLAY	0x794c7630L
 
 struct sortarg {
 	struct de__node *n;
@@ -59,6 +64,29 @@ static int cmp_ino(const void *a, const void *b, void *arg)
 	uint64_t y = n->ents[*(const uint32_t *)b].ino;
 
 	return x < y ? -1 : x > y;
+}
+
+/*
+ * Whether readdir's d_ino is the inode number fstat() reports, so that a
+ * directory's d_ino in its parent's listing identifies it.  Not on FUSE
+ * without inode pass-through: libfuse's high-level API lists every entry
+ * as FUSE_UNKNOWN_INO (0xffffffff) and stats it as its node id (sshfs
+ * without -o use_ino; issue 19: rsync-de deleted nothing there), and no
+ * statfs field tells bindfs, which passes them through, from the rest.
+ * Nor on CIFS with noserverino (the client numbers readdir and stat
+ * apart) or overlayfs without xino (the layer's d_ino).  NFS, 9p, Lustre
+ * and CephFS list the numbers stat gives, and keep the d_ino check, which
+ * also tells a same-device bind mount (walk.c de__scan).  So does the
+ * portable build, which knows no f_type (0): there the check is the only
+ * catch of such a mount, and sshfs directories are refused instead.
+ */
+int de__dino_is_stat(long fstype)
+{
+	switch (fstype) {
+	case FS_FUSE: case FS_OVERLAY: case FS_SMB: case FS_SMB2: case FS_CIFS:
+		return 0;
+	}
+	return 1;
 }
 
 /*

@@ -29,8 +29,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FS_OVERLAY	0x794c7630L
-
 static void lock(de_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->mu);
@@ -194,6 +192,13 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 	return 0;
 }
 
+/*
+ * Whether fd is directory n again.  n->ino is fstat's by now (de__scan),
+ * never a d_ino, so this holds where d_ino is meaningless too.  On FUSE
+ * without use_ino, st_ino is the node id, which stays while the kernel
+ * keeps the inode (an open child pins its parent): a reopen by name after
+ * the kernel evicted it gets a new id and fails with ESTALE, safely.
+ */
 static int verify_fd(int fd, const struct de__node *n)
 {
 	struct stat sb;
@@ -358,7 +363,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	unsigned flags = ctx->cfg.flags;
 	int dry = !!(flags & DE_F_DRY_RUN);
 	struct de__st st;
-	int pfd, fd, rc, pinned = 0;
+	int pfd, fd, rc, pinned = 0, by_name = 0;
 	size_t i;
 
 	if (de__cancelled(ctx)) {
@@ -376,7 +381,22 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		skip(n, DE_R_FAILED, DE_OP_OPEN, -pfd);
 		goto out;
 	}
-	fd = de__open_dir(ctx, pfd, n->name);
+	/*
+	 * Where readdir's d_ino is not stat's inode number (order.c
+	 * de__dino_is_stat; sshfs lists every entry as 0xffffffff), the
+	 * identity the open is checked against below is an lstat of the name
+	 * just before the open, as fts checks its own lstat: a directory
+	 * swapped in between is still caught, and so is a symlink (by
+	 * O_NOFOLLOW).  Failing that lstat fails the open.
+	 */
+	fd = 0;
+	if (!de__dino_is_stat(n->fstype) &&
+	    (fd = de__lstatat(ctx, pfd, n->name, &st)) == 0) {
+		n->ino = st.ino;
+		by_name = 1;
+	}
+	if (fd == 0)
+		fd = de__open_dir(ctx, pfd, n->name);
 	if (fd == -EACCES && (flags & DE_F_MAKE_WRITABLE) && !dry &&
 	    de__lstatat(ctx, pfd, n->name, &st) == 0 && S_ISDIR(st.mode) &&
 	    st.uid == geteuid() && make_rwx(ctx, pfd, n->name, st.mode) == 0)
@@ -413,10 +433,13 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		goto out;
 	}
 	/*
-	 * The directory we opened must be the one we listed.  d_ino differs
-	 * from st_ino on overlayfs without xino, so do not check there.
+	 * The directory we opened must be the one we listed (or lstat saw).
+	 * A d_ino also tells a same-device bind mount (it is the covered
+	 * directory's); an lstat crosses the mount as the open does, so
+	 * there only STATX_ATTR_MOUNT_ROOT can, and without it (Linux before
+	 * 5.8) the directory is refused.
 	 */
-	if (n->ino && st.ino != n->ino && n->fstype != FS_OVERLAY) {
+	if ((n->ino && st.ino != n->ino) || (by_name && st.mount_root < 0)) {
 		skip(n, DE_R_FAILED, DE_OP_OPEN, ESTALE);
 		goto out;
 	}
