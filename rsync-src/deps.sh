@@ -15,10 +15,13 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 	libacl1-dev libattr1-dev libidn2-dev"
 # Upstream's suite uses acl/attr tools; the fork's suite adds an sshd, the
 # Debian rsync peer, the filesystems it mounts on loop images, and fpsync
-# (fpart) to run rsync-de as its workers' rsync.
+# (fpart) to run rsync-de as its workers' rsync, and sshfs (with fuse3's
+# fusermount3 and the sftp-server it talks to) for a FUSE file system whose
+# readdir inode numbers are not stat's.
 # mount (mount, losetup) and passwd (useradd) are not Essential either.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
-	btrfs-progs util-linux mount passwd procps fpart"
+	btrfs-progs util-linux mount passwd procps fpart sshfs fuse3
+	openssh-sftp-server"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
 	openssh-server openssh-client"
 # make deb builds with debhelper; check-deb runs lintian and man.

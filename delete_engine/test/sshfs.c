@@ -1,0 +1,229 @@
+/* sshfs: the engine on a real sshfs mount (FUSE without -o use_ino, so
+ * readdir's d_ino is 0xffffffff and stat's st_ino the node id; issue 19,
+ * where every directory failed with ESTALE).  sshfs talks to a local
+ * sftp-server through a wrapper given as its ssh_command, so no sshd and
+ * no network are needed; skips (77) when sshfs, sftp-server or FUSE cannot
+ * be had.  Pinned, on the mount:
+ *   - a tree given as rsync gives it (the mount's own d_type and d_ino) is
+ *     removed whole: threaded, ordered, one thread;
+ *   - a directory swapped through the mount, just before the engine opens
+ *     it, for one from outside the tree is not entered, and one swapped
+ *     for a symlink to outside the tree is not followed: what is outside
+ *     keeps every entry.
+ * The mount is undone on every exit. */
+#include "tutil.h"
+#include <stdatomic.h>
+#include <sys/vfs.h>
+
+#define FUSE_SUPER_MAGIC	0x65735546L
+
+static const char *sftp_servers[] = {
+	"/usr/lib/openssh/sftp-server",		/* Debian */
+	"/usr/libexec/openssh/sftp-server",	/* Fedora */
+	"/usr/libexec/sftp-server",
+};
+
+static char mnt[sizeof(t_base) + 8];
+static int g_mfd = -1;
+static atomic_int swaps;
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[4 * sizeof(t_base) + 400];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof(cmd))
+		return -1;
+	return system(cmd);
+}
+
+/* Mount <base>/remote on <base>/mnt with sshfs; returns an fd of the
+ * mount, or -1 (mnt[0] stays 0 when nothing is mounted). */
+static int mount_sshfs(void)
+{
+	const char *srv = NULL;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(sftp_servers) / sizeof(*sftp_servers); i++)
+		if (access(sftp_servers[i], X_OK) == 0)
+			srv = sftp_servers[i];
+	if (!srv || sh("command -v sshfs >/dev/null") != 0) {
+		fprintf(stderr, "no sshfs or sftp-server\n");
+		return -1;
+	}
+	if (sh("printf '#!/bin/sh\\nexec %s\\n' >'%s/ssh' && chmod +x '%s/ssh'"
+	       " && mkdir '%s/remote' '%s/mnt'", srv, t_base, t_base,
+	       t_base, t_base) != 0)
+		return -1;
+	if (sh("sshfs -o ssh_command='%s/ssh' 'x:%s/remote' '%s/mnt'",
+	       t_base, t_base, t_base) != 0) {
+		fprintf(stderr, "cannot mount sshfs here\n");
+		return -1;
+	}
+	snprintf(mnt, sizeof(mnt), "%s/mnt", t_base);
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd;
+}
+
+static void umount_sshfs(void)
+{
+	if (mnt[0] && sh("fusermount3 -u '%s' 2>/dev/null || "
+			 "fusermount -u '%s' || umount -l '%s'",
+			 mnt, mnt, mnt) != 0)
+		fprintf(stderr, "unmounting %s failed\n", mnt);
+	mnt[0] = 0;
+}
+
+/* Fault hook: right before the engine opens a directory named victim,
+ * swap it (through the mount) for outside/decoy; before it opens one
+ * named victim2, for a symlink to outside. */
+static int swap_hook(void *arg, int op, const char *name)
+{
+	(void)arg;
+	if (op != DE_OP_OPEN)
+		return 0;
+	if (!strcmp(name, "victim") &&
+	    renameat(g_mfd, "tree/a/victim", g_mfd, "outside/was") == 0 &&
+	    renameat(g_mfd, "outside/decoy", g_mfd, "tree/a/victim") == 0)
+		atomic_fetch_add(&swaps, 1);
+	if (!strcmp(name, "victim2") &&
+	    renameat(g_mfd, "tree/a/victim2", g_mfd, "outside/was2") == 0 &&
+	    symlinkat("../../outside", g_mfd, "tree/a/victim2") == 0)
+		atomic_fetch_add(&swaps, 1);
+	return 0;
+}
+
+/* Remove the entries of mfd/tree, each given as rsync gives them: the
+ * mount's own d_type and d_ino.  Returns de_remove's value. */
+static int run(int mfd, unsigned threads, unsigned flags,
+	       int (*hook)(void *, int, const char *), struct de_summary *sum,
+	       int *dino_seen)
+{
+	struct de_config cfg = { .threads = threads, .flags = flags,
+				 .max_delete = -1, .fault = hook };
+	struct de_target t[16];
+	char names[16][256];
+	struct dirent *de;
+	de_ctx *ctx;
+	size_t n = 0;
+	int tfd, rc;
+	DIR *d;
+
+	tfd = openat(mfd, "tree", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return -errno;
+	d = fdopendir(dup(tfd));
+	while (d && (de = readdir(d)) && n < 16) {
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(names[n], sizeof(names[n]), "%s", de->d_name);
+		t[n].name = names[n];
+		t[n].type = de->d_type == DT_DIR ? DE_T_DIR :
+			    de->d_type == DT_REG ? DE_T_FILE : DE_T_UNKNOWN;
+		t[n].ino = de->d_ino;
+		if (fstatat(tfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_ino != de->d_ino)
+			*dino_seen = 1;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	rc = de_ctx_new(&ctx, &cfg);
+	if (rc == 0) {
+		rc = de_remove(ctx, tfd, t, n, NULL, sum);
+		de_ctx_free(ctx);
+	}
+	close(tfd);
+	return rc;
+}
+
+static int build(int mfd)
+{
+	int t, a, rc = 0;
+
+	t = t_dir(mfd, "tree");
+	if (t < 0)
+		return -1;
+	rc |= t_mixed(t, "m", 2, 2);
+	a = t_dir(t, "a");
+	rc |= a < 0;
+	if (a >= 0) {
+		rc |= t_mixed(a, "victim", 1, 2);
+		rc |= t_mixed(a, "victim2", 0, 0);
+		close(a);
+	}
+	rc |= t_file(t, "f");
+	close(t);
+	return rc ? -1 : 0;
+}
+
+int main(void)
+{
+	static const struct { unsigned threads, flags; } modes[] = {
+		{ 4, 0 }, { 4, DE_F_ORDERED }, { 1, 0 },
+	};
+	struct de_summary sum;
+	struct statfs sf;
+	int ret = T_FAIL, dfd, mfd = -1, rc, i, dino = 0, fd;
+	long decoy, outside, v1, v2;
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	mfd = mount_sshfs();
+	if (mfd < 0) {
+		ret = T_SKIP;
+		goto out;
+	}
+	g_mfd = mfd;
+	CHECK(fstatfs(mfd, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC);
+
+	for (i = 0; i < (int)(sizeof(modes) / sizeof(modes[0])); i++) {
+		CHECK(build(mfd) == 0);
+		rc = run(mfd, modes[i].threads, modes[i].flags, NULL, &sum,
+			 &dino);
+		fprintf(stderr, "mode %d: rc %d, removed %llu, failed %llu\n",
+			i, rc, (unsigned long long)sum.removed_total,
+			(unsigned long long)sum.failed);
+		CHECK(rc == 0 && sum.failed == 0);
+		CHECK(t_count(mfd, "tree") == 1);
+		CHECK(unlinkat(mfd, "tree", AT_REMOVEDIR) == 0);
+	}
+	/* Else this mount does not show the bug and proves nothing. */
+	CHECK(dino);
+
+	CHECK(build(mfd) == 0);
+	CHECK((fd = t_dir(mfd, "outside")) >= 0);
+	CHECK(t_mixed(fd, "decoy", 1, 2) == 0);
+	close(fd);
+	decoy = t_count(mfd, "outside/decoy");
+	outside = t_count(mfd, "outside");
+	v1 = t_count(mfd, "tree/a/victim");
+	v2 = t_count(mfd, "tree/a/victim2");
+	rc = run(mfd, 2, 0, swap_hook, &sum, &dino);
+	fprintf(stderr, "swaps: rc %d, %d swapped, failed %llu\n", rc,
+		atomic_load(&swaps), (unsigned long long)sum.failed);
+	CHECK(atomic_load(&swaps) == 2);
+	CHECK(rc == -EIO && sum.failed == 2);
+	/* The decoy sits at tree/a/victim, untouched, and the two that were
+	 * moved out are whole. */
+	CHECK(t_count(mfd, "tree/a/victim") == decoy);
+	CHECK(t_count(mfd, "outside/was") == v1);
+	CHECK(t_count(mfd, "outside/was2") == v2);
+	CHECK(t_count(mfd, "outside") == outside - decoy + v1 + v2);
+	ret = T_PASS;
+out:
+	if (mfd >= 0)
+		close(mfd);
+	umount_sshfs();
+	close(dfd);
+	t_cleanup();
+	return ret;
+}
