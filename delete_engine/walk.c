@@ -29,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define FS_OVERLAY	0x794c7630L
+
 static void lock(de_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->mu);
@@ -364,6 +366,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	int dry = !!(flags & DE_F_DRY_RUN);
 	struct de__st st;
 	int pfd, fd, rc, pinned = 0, by_name = 0;
+	ino_t dino;
 	size_t i;
 
 	if (de__cancelled(ctx)) {
@@ -389,6 +392,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	 * swapped in between is still caught, and so is a symlink (by
 	 * O_NOFOLLOW).  Failing that lstat fails the open.
 	 */
+	dino = n->ino;
 	fd = 0;
 	if (!de__dino_is_stat(n->fstype) &&
 	    (fd = de__lstatat(ctx, pfd, n->name, &st)) == 0) {
@@ -435,11 +439,16 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	/*
 	 * The directory we opened must be the one we listed (or lstat saw).
 	 * A d_ino also tells a same-device bind mount (it is the covered
-	 * directory's); an lstat crosses the mount as the open does, so
-	 * there only STATX_ATTR_MOUNT_ROOT can, and without it (Linux before
-	 * 5.8) the directory is refused.
+	 * directory's), and an lstat crosses the mount as the open does: so
+	 * where STATX_ATTR_MOUNT_ROOT is unknown (Linux before 5.8), a
+	 * d_ino that differs still refuses the directory, as before the
+	 * lstat check (CIFS with serverino lists stat's numbers and passes).
+	 * Not on overlayfs, which never had the d_ino check (without xino
+	 * its d_ino is the layer's).
 	 */
-	if ((n->ino && st.ino != n->ino) || (by_name && st.mount_root < 0)) {
+	if ((n->ino && st.ino != n->ino) ||
+	    (by_name && st.mount_root < 0 && dino && dino != st.ino &&
+	     n->fstype != FS_OVERLAY)) {
 		skip(n, DE_R_FAILED, DE_OP_OPEN, ESTALE);
 		goto out;
 	}
