@@ -12,7 +12,9 @@
  *   - a directory swapped, just before the engine opens it, for one
  *     outside the tree (renameat2 RENAME_EXCHANGE from the fault hook) is
  *     still not entered: the outside one keeps every entry;
- *   - a same-device bind mount in such a tree is kept (as root);
+ *   - a same-device bind mount in such a tree is kept (as root), and
+ *     where statx has no mount-root attribute (Linux before 5.8, stood
+ *     in for by interposing statx) its directories are all refused;
  *   - where the file system is not one of those (real f_type), a d_ino
  *     that is not stat's is still refused as a swap.
  * The portable build (readdir, no f_type) runs the last case alone. */
@@ -32,6 +34,7 @@
 #define FUSE_UNKNOWN_INO	0xffffffffULL
 
 static int fake_fs;		/* set while no engine thread runs */
+static int hide_mount_root;	/* statx as before Linux 5.8 (same) */
 static int g_dfd;
 #ifndef DE_PORTABLE
 static atomic_int swapped;
@@ -87,6 +90,21 @@ int fstatfs(int fd, struct statfs *sf)
 }
 
 #ifndef DE_PORTABLE
+int statx(int dfd, const char *path, int flags, unsigned mask,
+	  struct statx *sx)
+{
+	static int (*real)(int, const char *, int, unsigned, struct statx *);
+	int rc;
+
+	if (!real)
+		real = (int (*)(int, const char *, int, unsigned,
+				struct statx *))dlsym(RTLD_NEXT, "statx");
+	rc = real(dfd, path, flags, mask, sx);
+	if (rc == 0 && hide_mount_root)
+		sx->stx_attributes_mask &= ~(uint64_t)STATX_ATTR_MOUNT_ROOT;
+	return rc;
+}
+
 /* Fault hook: swap tree/a/victim with outside/decoy, once, right before
  * the engine opens victim (after the lstat that stands in for d_ino). */
 static int swap_hook(void *arg, int op, const char *name)
@@ -223,7 +241,29 @@ static int fake_fuse_cases(int dfd)
 	t_cleanup_sub(dfd, "outside");
 
 	/* A same-device bind mount in the tree (root only) is kept, though
-	 * the lstat crosses it as the open does: STATX_ATTR_MOUNT_ROOT. */
+	 * the lstat crosses it as the open does: STATX_ATTR_MOUNT_ROOT.
+	 * Where statx cannot tell (Linux before 5.8: hide_mount_root), every
+	 * directory whose d_ino differs is refused, the bind mount too. */
+	CHECK(build(dfd) == 0);
+	CHECK(mkdirat(dfd, "tree/a/bind", 0755) == 0);
+	CHECK(t_mixed(dfd, "bsrc", 1, 2) == 0);
+	decoy = t_count(dfd, "bsrc");
+	snprintf(bsrc, sizeof(bsrc), "%s/bsrc", t_base);
+	snprintf(bind, sizeof(bind), "%s/tree/a/bind", t_base);
+	bound = geteuid() == 0 && mount(bsrc, bind, NULL, MS_BIND, NULL) == 0;
+	hide_mount_root = 1;
+	rc = run(dfd, 2, 0, NULL, &sum);
+	hide_mount_root = 0;
+	fprintf(stderr, "bind, no mount-root attribute: rc %d, failed %llu\n",
+		rc, (unsigned long long)sum.failed);
+	CHECK(rc == -EIO && sum.failed == 2 && t_count(dfd, "bsrc") == decoy);
+	if (bound) {
+		CHECK(umount2(bind, MNT_DETACH) == 0);
+		bound = 0;
+	}
+	t_cleanup_sub(dfd, "tree");
+	t_cleanup_sub(dfd, "bsrc");
+
 	CHECK(build(dfd) == 0);
 	CHECK(mkdirat(dfd, "tree/a/bind", 0755) == 0);
 	CHECK(t_mixed(dfd, "bsrc", 1, 2) == 0);
