@@ -9,7 +9,12 @@ next to ordinary files.  Pins, for --delete-only, -a --delete,
   * the sentinel and the tmpfs contents are unchanged;
   * everything else in T is deleted; the mount points' parents stay
     ("cannot delete non-empty directory");
-  * exit 0, as stock with -x.
+  * each mount point kept is reported, "cannot delete mount point: NAME"
+    on stderr, and the exit is 23: the deletion asked for did not
+    happen (it exited 0 without a word).  With -x the tmpfs, another
+    file system, is kept quietly, as stock keeps it; the bind mount,
+    which -x cannot tell from a directory (stock empties it and exits
+    23), is still reported.
 
 Before --backup went through the engine, its stock recursion emptied
 both mounts, moving the sentinel outside T into the backup directory
@@ -71,8 +76,14 @@ for mode in MODES:
         if left != ['a', 'a/bind', 'a/tmp']:
             test_fail(f'{label}: want only the mount points and their parent '
                       f'left, got {left}')
-        if p.returncode != 0:
-            test_fail(f'{label}: exit {p.returncode}: {p.stderr}')
+        if p.returncode != 23:
+            test_fail(f'{label}: exit {p.returncode}, want 23: {p.stderr}')
+        want = ['a/bind'] if '-x' in mode else ['a/bind', 'a/tmp']
+        said = sorted(line[len('cannot delete mount point: '):]
+                      for line in p.stderr.splitlines()
+                      if line.startswith('cannot delete mount point: '))
+        if said != want:
+            test_fail(f'{label}: mount points reported {said}, want {want}')
         if 'cannot delete non-empty directory: a' not in p.stdout.splitlines():
             test_fail(f'{label}: no "cannot delete non-empty directory: a" in {p.stdout}')
     finally:
