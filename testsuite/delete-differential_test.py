@@ -10,6 +10,17 @@ and type changes between source and destination.
 
 Seeds: a fixed set in `make check`; RSYNC_DE_SEEDS=N runs N more random
 ones (the failing seed is printed).
+
+Shapes a random tree never makes, each built afresh for each run:
+  * a deep chain under a filter: 30 levels of 200-byte names (6,000
+    bytes) beside a plain tree, with an exclude rule: stock keeps what it
+    cannot name ("filename overflows max-path len", exit 23) and so must
+    rsync-de (it kept it with exit 0 and no word);
+  * an extraneous mount point (root only): with -x the same as stock;
+    without it, the documented safer outcome: rsync-de keeps the mount
+    point and what is in it, where stock empties it and fails to remove
+    it, both exit 23, rsync-de says "cannot delete mount point", and
+    nothing else differs.
 """
 
 import difflib
@@ -17,10 +28,12 @@ import os
 import random
 import re
 import shutil
+import stat
+import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail
 from forkfns import (
-    age_tree, assert_same_tree, random_tree, require_stock, run,
+    Mounts, age_tree, assert_same_tree, random_tree, require_stock, run,
 )
 
 stock = require_stock()
@@ -134,3 +147,142 @@ for seed in seeds:
     for opts, stock_opts in [(o, o) for o in OPTION_SETS] + PAIRED:
         print(f'seed {seed}: {" ".join(opts)}')
         one_case(seed, opts, stock_opts)
+
+
+# ---- Shapes: a deep chain under a filter, an extraneous mount point --------
+
+def fd_listing(root) -> list:
+    """tree_listing() walked with directory fds, so that names past
+    PATH_MAX are listed too (os.walk() cannot stat them)."""
+    out, stack = [], [(os.open(root, os.O_RDONLY | os.O_DIRECTORY), '')]
+    while stack:
+        fd, rel = stack.pop()
+        with os.scandir(fd) as it:
+            for e in it:
+                r = f'{rel}/{e.name}' if rel else e.name
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    out.append((r, 'l', os.readlink(e.name, dir_fd=fd)))
+                elif stat.S_ISDIR(st.st_mode):
+                    out.append((r, 'd', ''))
+                    stack.append((os.open(e.name, os.O_RDONLY | os.O_DIRECTORY
+                                          | os.O_NOFOLLOW, dir_fd=fd), r))
+                else:
+                    out.append((r, 'f', st.st_size))
+        os.close(fd)
+    return sorted(out)
+
+
+def deep_chain_tree(dst) -> None:
+    """a/N/N/... (30 levels of 200-byte names, 20 files each) and b/."""
+    for i in range(5):
+        (dst / 'b' / f's{i}').mkdir(parents=True)
+        for j in range(5):
+            (dst / 'b' / f's{i}' / f'g{j}').write_text('g\n')
+    (dst / 'a').mkdir()
+    fd = os.open(dst / 'a', os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(30):
+        os.mkdir('n' * 200, dir_fd=fd)
+        for k in range(20):
+            os.close(os.open(f'f{k}', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+        nfd = os.open('n' * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    os.close(fd)
+
+
+def shape_runs(label, build, opts, stock_opts, mounts=None) -> tuple:
+    """Build the shape into a fresh destination for each run and run
+    both; returns (stock, fork) as (dst, completed process) pairs."""
+    base = SCRATCHDIR / 'shape'
+    subprocess.run(['rm', '-rf', str(base)], check=True)
+    src = base / 'src'
+    src.mkdir(parents=True)
+    age_tree(src)
+    out = []
+    for name, argv in (('stock', [stock] + stock_opts), ('fork', fork + opts)):
+        dst = base / name / 'dst'
+        dst.mkdir(parents=True)
+        build(dst)
+        if mounts:
+            mounts.mount(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs'],
+                         dst / 'a' / 'mnt')
+            (dst / 'a' / 'mnt' / 'inside').write_text('on tmpfs\n')
+        # Only the root is compared by time (-a); see age_tree().
+        os.utime(dst, (1_500_000_000, 1_500_000_000))
+        out.append((dst, run(argv + [f'{src}/', f'{dst}/'], timeout=120)))
+    print(f'{label}: exit {out[1][1].returncode}, stock {out[0][1].returncode}')
+    return out[0], out[1]
+
+
+def compare_same(label, sres, fres) -> None:
+    (sdst, sp), (fdst, fp) = sres, fres
+    if sp.returncode != fp.returncode:
+        test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}\n{fp.stderr[-500:]}')
+    sl, fl = fd_listing(sdst), fd_listing(fdst)
+    if sl != fl:
+        test_fail(f'{label}: trees differ: only stock {sorted(set(sl) - set(fl))[:3]}, '
+                  f'only fork {sorted(set(fl) - set(sl))[:3]}')
+    so, fo = normalise(sp.stdout, str(sdst)), normalise(fp.stdout, str(fdst))
+    if [x for x in so if x.startswith(DELETE_LINE)] != [x for x in fo if x.startswith(DELETE_LINE)]:
+        test_fail(f'{label}: deletion lines differ')
+    if sorted(so) != sorted(fo):
+        test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo))[:2000])
+    se, fe = normalise(sp.stderr, str(sdst)), normalise(fp.stderr, str(fdst))
+    se = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', x)) for x in se]
+    fe = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', x)) for x in fe]
+    if se != fe:
+        test_fail(f'{label}: stderr differs:\n' + diff(se, fe)[:2000])
+
+
+for opts, stock_opts in (
+        (['-a', '--delete', '--exclude=*.tmp', '-v'],) * 2,
+        (['--delete-only', '-v', '--exclude=zzz'], STOCK_EQUIVALENT + ['-v', '--exclude=zzz'])):
+    label = 'deep chain under a filter: ' + ' '.join(opts)
+    sres, fres = shape_runs(label, deep_chain_tree, opts, stock_opts)
+    if 'filename overflows max-path len' not in fres[1].stderr:
+        test_fail(f'{label}: no "filename overflows max-path len" in {fres[1].stderr[-300:]}')
+    compare_same(label, sres, fres)
+
+
+def mount_tree(dst) -> None:
+    for d in ('a/mnt', 'b'):
+        (dst / d).mkdir(parents=True)
+    for f in ('a/f', 'b/g', 'top'):
+        (dst / f).write_text(f'{f}\n')
+
+
+if os.geteuid() == 0:
+    mounts = Mounts()
+    for opts, stock_opts in (
+            (['-a', '--delete', '-x', '-v'],) * 2,
+            (['--delete-only', '-x', '-v'], STOCK_EQUIVALENT + ['-x', '-v'])):
+        label = 'extraneous mount point: ' + ' '.join(opts)
+        try:
+            sres, fres = shape_runs(label, mount_tree, opts, stock_opts, mounts)
+            compare_same(label, sres, fres)
+        finally:
+            mounts.undo()
+    for opts, stock_opts in (
+            (['-a', '--delete', '-v'],) * 2,
+            (['--delete-only', '-v'], STOCK_EQUIVALENT + ['-v'])):
+        # The documented safer outcome (rsync.1.md, --delete).
+        label = 'extraneous mount point: ' + ' '.join(opts)
+        try:
+            (sdst, sp), (fdst, fp) = shape_runs(label, mount_tree, opts, stock_opts, mounts)
+            in_mount = ('a/mnt/',)
+            if (sp.returncode, fp.returncode) != (23, 23):
+                test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}, want 23')
+            if 'cannot delete mount point: a/mnt' not in fp.stderr.splitlines():
+                test_fail(f'{label}: no "cannot delete mount point: a/mnt" in {fp.stderr}')
+            sl, fl = fd_listing(sdst), fd_listing(fdst)
+            if sorted(set(fl) - set(sl)) != [('a/mnt/inside', 'f', 9)] or set(sl) - set(fl):
+                test_fail(f'{label}: want only a/mnt/inside more than stock, got '
+                          f'{sorted(set(fl) ^ set(sl))}')
+            sdel = [x for x in normalise(sp.stdout, str(sdst))
+                    if x.startswith(DELETE_LINE) and not x.split(' ', 1)[1].startswith(in_mount)]
+            fdel = [x for x in normalise(fp.stdout, str(fdst)) if x.startswith(DELETE_LINE)]
+            if sdel != fdel:
+                test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
+        finally:
+            mounts.undo()
