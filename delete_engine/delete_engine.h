@@ -42,7 +42,9 @@ enum de_type {
 /* Flags for de_config.flags. */
 #define DE_F_DRY_RUN		0x0001u	/* remove nothing; report "would remove" */
 #define DE_F_ONE_FILE_SYSTEM	0x0002u	/* never leave the st_dev of dirfd */
-#define DE_F_MAKE_WRITABLE	0x0004u	/* chmod u+rwx own dirs that block us */
+#define DE_F_MAKE_WRITABLE	0x0004u	/* chmod u+w own dirs that lack it
+					 * (rsync's rule; an unreadable one
+					 * stays an error) */
 #define DE_F_ORDERED		0x0008u	/* reports in canonical order */
 #define DE_F_NO_INODE_SORT	0x0010u	/* never unlink in inode order */
 #define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */

@@ -340,17 +340,25 @@ static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
 	return de__add_ent(arg, name, len, ino, t);
 }
 
-/* chmod u+rwx name in dfd without following a symlink.  0 or -errno. */
-static int make_rwx(de_ctx *ctx, int dfd, const char *name, mode_t mode)
+/*
+ * DE_F_MAKE_WRITABLE: give directory fd (mode, owner uid) u+w when it is
+ * ours and not writable, as rsync does before it empties one
+ * (delete_dir_contents()), so that its entries can be unlinked.  Only
+ * the write bit: a directory we may not read or search stays an error,
+ * as in rsync, rather than being opened up and emptied (as non-root,
+ * stock leaves a mode-000 directory and says why).  A failed chmod is not
+ * reported: the unlinks that need it fail and say so.
+ */
+static void make_writable(de_ctx *ctx, struct de__node *n, int fd,
+			  const struct de__st *st)
 {
-	int e = de__fault(ctx, DE_OP_CHMOD, name);
+	unsigned flags = ctx->cfg.flags;
 
-	if (e)
-		return -e;
-	if (fchmodat(dfd, name, (mode | S_IRWXU) & 07777,
-		     AT_SYMLINK_NOFOLLOW))
-		return -errno;
-	return 0;
+	if (!(flags & DE_F_MAKE_WRITABLE) || (flags & DE_F_DRY_RUN) ||
+	    st->uid != geteuid() || (st->mode & S_IWUSR))
+		return;
+	if (!de__fault(ctx, DE_OP_CHMOD, n->name))
+		(void)fchmod(fd, (st->mode | S_IWUSR) & 07777);
 }
 
 /*
@@ -363,7 +371,6 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 {
 	struct de__node *p = n->parent;
 	unsigned flags = ctx->cfg.flags;
-	int dry = !!(flags & DE_F_DRY_RUN);
 	struct de__st st;
 	int pfd, fd, rc, pinned = 0, by_name = 0;
 	ino_t dino;
@@ -400,10 +407,6 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		by_name = 1;
 	}
 	if (fd == 0)
-		fd = de__open_dir(ctx, pfd, n->name);
-	if (fd == -EACCES && (flags & DE_F_MAKE_WRITABLE) && !dry &&
-	    de__lstatat(ctx, pfd, n->name, &st) == 0 && S_ISDIR(st.mode) &&
-	    st.uid == geteuid() && make_rwx(ctx, pfd, n->name, st.mode) == 0)
 		fd = de__open_dir(ctx, pfd, n->name);
 	lock(ctx);
 	p->unopened--;
@@ -454,13 +457,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	}
 	n->dev = st.dev;
 	n->ino = st.ino;
-	if ((flags & DE_F_MAKE_WRITABLE) && !dry && st.uid == geteuid() &&
-	    (st.mode & S_IRWXU) != S_IRWXU) {
-		int e = de__fault(ctx, DE_OP_CHMOD, n->name);
-
-		if (!e)
-			(void)fchmod(fd, (st.mode | S_IRWXU) & 07777);
-	}
+	make_writable(ctx, n, fd, &st);
 	rc = de__read_dir(ctx, fd, n->name, buf, add_cb, n);
 	if (rc) {
 		n->nents = 0;

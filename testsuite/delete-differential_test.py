@@ -20,7 +20,16 @@ Shapes a random tree never makes, each built afresh for each run:
     without it, the documented safer outcome: rsync-de keeps the mount
     point and what is in it, where stock empties it and fails to remove
     it, both exit 23, rsync-de says "cannot delete mount point", and
-    nothing else differs.
+    nothing else differs;
+  * an unreadable directory as non-root (as nobody, a mode-000 directory
+    of its own with files inside, under an extraneous directory, and an
+    extraneous file in a later directory): stock's opendir error, "cannot
+    delete non-empty directory" for it and its parent, "IO error
+    encountered -- skipping file deletion" for the later directory, exit
+    23, the same tree left (the 000 directory is not opened up).  rsync-de's
+    dry run lists exactly what its real run deletes; stock's does not (it
+    says "deleting" of the unreadable directory and its parent), so the
+    dry run is compared with the real run, not with stock.
 """
 
 import difflib
@@ -31,9 +40,10 @@ import shutil
 import stat
 import subprocess
 
-from rsyncfns import RSYNC, SCRATCHDIR, test_fail
+from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
 from forkfns import (
     Mounts, age_tree, assert_same_tree, random_tree, require_stock, run,
+    tree_listing,
 )
 
 stock = require_stock()
@@ -286,3 +296,88 @@ if os.geteuid() == 0:
                 test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
         finally:
             mounts.undo()
+
+
+# ---- An unreadable directory as non-root -----------------------------------
+NOBODY = 65534
+
+
+def unreadable_tree(root) -> None:
+    """src has a/ and y/; dst has a/b (mode 000, with files and a
+    subdirectory), a/f1 and a/c/k beside it, and y/extra, all owned by
+    the user who runs rsync."""
+    shutil.rmtree(root, ignore_errors=True)
+    for d in ('src/a', 'src/y', 'dst/a/b/sub', 'dst/a/c', 'dst/y'):
+        (root / d).mkdir(parents=True)
+    for f in ('dst/a/f1', 'dst/a/b/x', 'dst/a/b/sub/s', 'dst/a/c/k', 'dst/y/extra',
+              'dst/top'):
+        (root / f).write_text('x\n')
+    if os.geteuid() == 0:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in dirnames + filenames + ['.']:
+                os.lchown(os.path.join(dirpath, n), NOBODY, NOBODY)
+    os.chmod(root / 'dst' / 'a' / 'b', 0)
+
+
+def as_user(argv) -> list:
+    if os.geteuid() != 0:
+        return argv
+    return ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}', '--clear-groups'] + argv
+
+
+def outcome(argv, root) -> tuple:
+    """Run argv on root/src/ root/dst/; the exit code, the normalised
+    stdout and stderr lines, and the tree left (readable again)."""
+    p = run(as_user(argv + [f'{root}/src/', f'{root}/dst/']))
+    mode = os.stat(root / 'dst' / 'a' / 'b').st_mode & 0o7777 \
+        if (root / 'dst' / 'a' / 'b').exists() else None
+    if (root / 'dst' / 'a' / 'b').exists():
+        os.chmod(root / 'dst' / 'a' / 'b', 0o700)
+    out = [ln for ln in normalise(p.stdout, str(root / 'dst')) if ln != 'sending incremental file list']
+    err = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', ln))
+           for ln in normalise(p.stderr, str(root / 'dst'))]
+    return p.returncode, out, err, tree_listing(root / 'dst'), mode
+
+
+if os.geteuid() == 0 and not shutil.which('setpriv'):
+    test_skipped('setpriv (util-linux) is not installed')
+os.chmod(SCRATCHDIR, 0o755)
+UNREADABLE_SETS = [
+    (['-r', '--delete', '-v'], ['-r', '--delete', '-v']),
+    (['-r', '--delete-after', '-v'], ['-r', '--delete-after', '-v']),
+    (['--delete-only', '-v'], STOCK_EQUIVALENT + ['-v']),
+]
+for opts, stock_opts in UNREADABLE_SETS:
+    label = f'unreadable dir as non-root: {" ".join(opts)}'
+    print(label)
+    results = {}
+    for name, argv in (('stock', [stock] + stock_opts), ('fork', fork + opts),
+                       ('fork-dry', fork + opts + ['-n'])):
+        root = SCRATCHDIR / f'unreadable-{name}'
+        unreadable_tree(root)
+        results[name] = outcome(argv, root)
+    (src, sout, serr, stree, smode) = results['stock']
+    (frc, fout, ferr, ftree, fmode) = results['fork']
+    (drc, dout, derr, dtree, _) = results['fork-dry']
+    if frc != src or frc != 23:
+        test_fail(f'{label}: exit {frc}, stock {src}: {ferr}')
+    if fout != sout:
+        test_fail(f'{label}: stdout differs:\n' + diff(sout, fout))
+    if ferr != serr:
+        test_fail(f'{label}: stderr differs:\n' + diff(serr, ferr))
+    if ftree != stree:
+        test_fail(f'{label}: trees differ: stock {stree}, fork {ftree}')
+    if fmode != 0:
+        test_fail(f'{label}: the unreadable directory was opened up (mode {fmode:o})')
+    if not any('IO error encountered -- skipping file deletion' in ln for ln in fout):
+        test_fail(f'{label}: no "skipping file deletion": {fout}')
+    # The dry run: the same lines as the real run, and nothing deleted.
+    if (drc, dout, derr) != (frc, fout, ferr):
+        test_fail(f'{label}: the dry run differs from the real run (exit {drc}, {frc}):\n'
+                  + diff(fout + ferr, dout + derr))
+    unreadable_tree(SCRATCHDIR / 'unreadable-fresh')
+    os.chmod(SCRATCHDIR / 'unreadable-fresh' / 'dst' / 'a' / 'b', 0o700)
+    if dtree != tree_listing(SCRATCHDIR / 'unreadable-fresh' / 'dst'):
+        test_fail(f'{label}: the dry run changed the tree')
+    for name in ('stock', 'fork', 'fork-dry', 'fresh'):
+        subprocess.run(['rm', '-rf', str(SCRATCHDIR / f'unreadable-{name}')])
