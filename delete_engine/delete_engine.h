@@ -71,8 +71,9 @@ struct de_config {
 	int (*fault)(void *arg, int op, const char *name);
 	void *fault_arg;
 	/*
-	 * Politeness: at most this many removals (unlinks and rmdirs) per
-	 * second over all workers, spaced evenly; 0: as fast as possible.
+	 * Politeness: at most this many removals (unlinks, rmdirs and
+	 * entries the dispose hook takes) per second over all workers,
+	 * spaced evenly; 0: as fast as possible.
 	 */
 	unsigned rate;
 	/*

@@ -98,20 +98,36 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
 	return -errno;
 }
 
-/* unlinkat() returning 0 or a negative errno. */
-int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
+/* unlinkat() returning 0 or a negative errno; pace: wait for the
+ * removal's slot of de_config.rate first. */
+static int unlink_one(de_ctx *ctx, int dfd, const char *name, int flags,
+		      int pace)
 {
 	int e = de__fault(ctx, (flags & AT_REMOVEDIR) ? DE_OP_RMDIR :
 			  DE_OP_UNLINK, name);
 
 	if (e)
 		return -e;
-	de__pace(ctx);
+	if (pace)
+		de__pace(ctx);
 	if (unlinkat(dfd, name, flags))
 		return -errno;
 	__atomic_add_fetch(&ctx->unlinked, 1, __ATOMIC_RELAXED);
 	de__caller_tick(ctx);
 	return 0;
+}
+
+/* unlinkat() after its slot of de_config.rate: 0 or a negative errno. */
+int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
+{
+	return unlink_one(ctx, dfd, name, flags, 1);
+}
+
+/* The same for a removal whose slot the caller has already waited for
+ * (emit.c: the dispose hook declined an entry it was paced for). */
+int de__unlinkat_paced(de_ctx *ctx, int dfd, const char *name, int flags)
+{
+	return unlink_one(ctx, dfd, name, flags, 0);
 }
 
 static void st_from_stat(struct de__st *st, const struct stat *sb)

@@ -370,9 +370,19 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		e->op = DE_OP_OPEN;
 	} else {
 		enum de_action a = DE_A_DELETE;
+		int paced = 0;
 
-		if (ctx->hooks->dispose)
+		if (ctx->hooks->dispose) {
+			/* The hook's rename (rsync: into a backup) takes the
+			 * place of the unlink, so it waits for the unlink's
+			 * slot of de_config.rate; a dry run, which unlinks
+			 * nothing, is not paced. */
+			if (!(ctx->cfg.flags & DE_F_DRY_RUN)) {
+				de__pace(ctx);
+				paced = 1;
+			}
 			a = call_dispose(ctx, n, e, fd);
+		}
 		if (a != DE_A_DELETE) {
 			de__node_unpin(ctx, n);
 			e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
@@ -391,7 +401,8 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 			limit_take(ctx);
 			return;
 		}
-		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
+		rc = paced ? de__unlinkat_paced(ctx, fd, de__ent_name(n, e), 0) :
+			     de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
 		de__node_unpin(ctx, n);
 		e->op = DE_OP_UNLINK;
 	}

@@ -70,6 +70,7 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
 int de__fd_budget(void);
 int de__shed_fd(de_ctx *ctx);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
+int de__unlinkat_paced(de_ctx *ctx, int dfd, const char *name, int flags);
 enum de_type de__mode_type(mode_t m);
 long de__fs_type(int fd);
 

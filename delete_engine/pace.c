@@ -3,6 +3,8 @@
  *
  * de_config.rate caps the entries removed per second, over all workers
  * together.  Every unlinkat() or rmdir goes through de__pace() first,
+ * and so does every entry handed to the dispose hook instead (rsync's
+ * --backup renames, which cost the file system what an unlink does),
  * which hands out start times rate apart: a worker takes the next free
  * slot under the lock and sleeps until it outside the lock, so N workers
  * together still make at most rate removals in any second, and a run of
