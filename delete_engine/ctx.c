@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,10 +90,50 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 	return 0;
 }
 
-/* Start the workers on first use (so a context made before fork() and
- * never used costs no threads).  Returns 0 or a negative errno. */
+/*
+ * A worker could not be started: the process is at a memory (ulimit -v)
+ * or process limit, and the run's own listings would hit it next (issue
+ * 22: --delete-threads=1024 under ulimit -v 1000000 started 55 workers,
+ * left the run 8 MB, and its reads failed with ENOMEM).  Halve the
+ * workers until a reserve for the run can be mapped, down to none.  The
+ * reserve is 64 MiB per worker that may allocate, and one more: on
+ * 64-bit glibc each thread that mallocs may get an arena of its own,
+ * which reserves 64 MiB of address space (at most 8 arenas per CPU), so
+ * with 56 workers left under that ulimit the arenas took what their
+ * shed stacks had freed, and reads still failed.
+ */
+static void shed_workers(de_ctx *ctx)
+{
+	const size_t arena = (size_t)64 << 20;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned arenas_max = ncpu > 0 ? (unsigned)ncpu * 8 : 8;
+	unsigned n = ctx->pool.nthreads / 2;
+
+	for (;;) {
+		size_t size = ((size_t)(n < arenas_max ? n : arenas_max) + 1) * arena;
+		void *p;
+
+		de__pool_shrink(&ctx->pool, n);
+		p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED) {
+			munmap(p, size);
+			return;
+		}
+		if (!n)
+			return;
+		n /= 2;
+	}
+}
+
+/*
+ * Start the workers on first use (so a context made before fork() and
+ * never used costs no threads).  When one cannot be started, fewer
+ * (shed_workers()), down to none, where the calling thread does all the
+ * work (emit.c sleep_locked()).  Returns 0 or a negative errno.
+ */
 int de__ctx_start(de_ctx *ctx)
 {
+	unsigned i;
 	int rc;
 
 	if (ctx->pool_ready)
@@ -100,6 +141,14 @@ int de__ctx_start(de_ctx *ctx)
 	rc = de__pool_init(&ctx->pool, ctx->nthreads);
 	if (rc)
 		return rc;
+	for (i = 0; i < ctx->nthreads; i++) {
+		rc = de__fault(ctx, DE_OP_THREAD, "");
+		rc = rc ? -rc : de__pool_add(&ctx->pool);
+		if (rc) {
+			shed_workers(ctx);
+			break;
+		}
+	}
 	ctx->pool_ready = 1;
 	/* Once per context, not per run: rsync calls de_remove() once per
 	 * directory of a sync, and counting fds costs one fcntl() each.
@@ -154,6 +203,7 @@ const char *de_op_name(enum de_op op)
 	case DE_OP_UNLINK: return "unlink";
 	case DE_OP_RMDIR: return "rmdir";
 	case DE_OP_CHMOD: return "chmod";
+	case DE_OP_THREAD: return "thread";
 	}
 	return "?";
 }

@@ -96,7 +96,9 @@ enum de_op {
 	DE_OP_STAT,
 	DE_OP_UNLINK,
 	DE_OP_RMDIR,
-	DE_OP_CHMOD
+	DE_OP_CHMOD,
+	DE_OP_THREAD		/* fault hook only (name ""): starting a
+				 * worker; the engine then runs with fewer */
 };
 
 enum de_result {

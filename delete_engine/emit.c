@@ -218,13 +218,28 @@ static void report_self(de_ctx *ctx, struct de__node *c)
 	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
 }
 
-/* Sleep until signalled or the next progress tick.  Tree lock held. */
+/*
+ * Sleep until signalled or the next progress tick.  Tree lock held.  In
+ * a pool that could start no worker (ctx.c de__ctx_start()), run queued
+ * work instead, one item per call: whatever the caller waits for can
+ * only be done here.  Such work runs with the caller's buffer, as when
+ * need_scanned() runs a scan itself, and so de__task() makes no chain of
+ * scans ahead on it.
+ */
 static void sleep_locked(de_ctx *ctx)
 {
 	struct timespec ts;
 	uint64_t due = ctx->last_prog_ms + ctx->cfg.progress_ms;
 	uint64_t now = de__now_ms();
+	struct de__work *w;
 
+	if (ctx->pool.nthreads == 0 && (w = de__pool_take(&ctx->pool))) {
+		pthread_mutex_unlock(&ctx->mu);
+		w->fn(w, ctx->caller_buf);
+		maybe_progress(ctx, 0);
+		pthread_mutex_lock(&ctx->mu);
+		return;
+	}
 	if (due > now) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)((due - now) / 1000);

@@ -28,21 +28,32 @@ struct de__work {
 	int queued;			/* on the queue (pool lock) */
 };
 
+struct de__pool;
+
+struct de__slot {			/* one worker */
+	struct de__pool *pool;
+	pthread_t tid;
+	void *buf;			/* its getdents buffer, DE__BUFSZ */
+};
+
 struct de__pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct de__work head;		/* circular list sentinel */
-	unsigned nthreads;
-	unsigned started;
+	unsigned nthreads;		/* workers started */
+	unsigned max;			/* slots */
 	unsigned limit;			/* workers with index >= limit idle */
+	unsigned keep;			/* workers with index >= keep exit */
 	unsigned qlen;			/* items queued (written under mu,
 					 * read racily as a hint) */
 	int stop;
-	pthread_t *tids;
-	void **bufs;
+	struct de__slot *slots;
 };
 
-int de__pool_init(struct de__pool *p, unsigned nthreads);
+int de__pool_init(struct de__pool *p, unsigned max);
+int de__pool_add(struct de__pool *p);
+void de__pool_shrink(struct de__pool *p, unsigned n);
+struct de__work *de__pool_take(struct de__pool *p);
 void de__pool_destroy(struct de__pool *p);
 void de__pool_submit(struct de__pool *p, struct de__work *w, int front);
 int de__pool_cancel(struct de__pool *p, struct de__work *w);

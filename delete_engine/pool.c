@@ -3,7 +3,9 @@
  *
  * Lock rules:
  *  - p->mu protects p->head (the queue), every work item's next/prev/queued
- *    field while it is queued, p->stop, p->started and p->limit.  p->qlen
+ *    field while it is queued, p->stop, p->limit and p->keep.  p->slots
+ *    and p->nthreads belong to the thread that owns the pool (it starts
+ *    and joins workers); a worker reads only its own slot.  p->qlen
  *    is written under p->mu and read without it, as a scheduling hint.
  *  - A work function runs with no pool lock held.  It may take the context's
  *    tree lock (ctx->mu) and may submit work; submitting takes p->mu, so the
@@ -20,19 +22,18 @@
 
 static void *worker(void *arg)
 {
-	struct de__pool *p = arg;
-	unsigned me;
-	void *buf;
+	struct de__slot *slot = arg;
+	struct de__pool *p = slot->pool;
+	unsigned me = (unsigned)(slot - p->slots);
+	void *buf = slot->buf;
 	struct de__work *w;
 
 	pthread_mutex_lock(&p->mu);
-	me = p->started++;
-	buf = p->bufs[me];
 	for (;;) {
 		while ((p->head.next == &p->head || me >= p->limit) &&
-		       !p->stop)
+		       !p->stop && me < p->keep)
 			pthread_cond_wait(&p->cv, &p->mu);
-		if (p->stop)
+		if (p->stop || me >= p->keep)
 			break;
 		w = p->head.next;
 		w->prev->next = w->next;
@@ -47,61 +48,79 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Start nthreads workers.  Returns 0 or a negative errno. */
-int de__pool_init(struct de__pool *p, unsigned nthreads)
+/*
+ * Set up a pool for at most max workers and start none (de__pool_add()
+ * starts them, so that the caller decides what to do when one cannot be
+ * started).  Returns 0 or -ENOMEM.
+ */
+int de__pool_init(struct de__pool *p, unsigned max)
 {
-	sigset_t all, old;
-	unsigned i;
-	int rc = 0;
-
 	p->head.next = p->head.prev = &p->head;
 	p->nthreads = 0;
-	p->started = 0;
+	p->max = max;
 	p->stop = 0;
-	p->limit = nthreads;
+	p->limit = max;
+	p->keep = max;
 	p->qlen = 0;
-	p->tids = calloc(nthreads, sizeof(*p->tids));
-	p->bufs = calloc(nthreads, sizeof(*p->bufs));
-	if (!p->tids || !p->bufs) {
-		free(p->tids);
-		free(p->bufs);
+	p->slots = calloc(max ? max : 1, sizeof(*p->slots));
+	if (!p->slots)
 		return -ENOMEM;
-	}
-	for (i = 0; i < nthreads; i++) {
-		p->bufs[i] = malloc(DE__BUFSZ);
-		if (!p->bufs[i]) {
-			rc = -ENOMEM;
-			goto fail_bufs;
-		}
-	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	return 0;
+}
+
+/*
+ * Start one more worker, with its getdents buffer.  Only the thread that
+ * owns the pool calls this, before any work is queued.  Returns 0, or
+ * -ENOMEM (no buffer) or pthread_create()'s error (-EAGAIN: no memory for
+ * a stack, or a process limit), with nothing started.
+ */
+int de__pool_add(struct de__pool *p)
+{
+	struct de__slot *slot;
+	sigset_t all, old;
+	int e;
+
+	if (p->nthreads >= p->max)
+		return -EINVAL;
+	slot = &p->slots[p->nthreads];
+	slot->pool = p;
+	slot->buf = malloc(DE__BUFSZ);
+	if (!slot->buf)
+		return -ENOMEM;
 	/* Workers must never take the caller's signals (rsync's handlers). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < nthreads; i++) {
-		int e = pthread_create(&p->tids[i], NULL, worker, p);
-
-		if (e) {
-			rc = -e;
-			break;
-		}
-		p->nthreads++;
-	}
+	e = pthread_create(&slot->tid, NULL, worker, slot);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc && p->nthreads == 0) {
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
-		goto fail_bufs;
+	if (e) {
+		free(slot->buf);
+		slot->buf = NULL;
+		return -e;
 	}
+	p->nthreads++;
 	return 0;
+}
 
-fail_bufs:
-	for (i = 0; i < nthreads; i++)
-		free(p->bufs[i]);
-	free(p->bufs);
-	free(p->tids);
-	return rc;
+/* Stop and join workers n.. (the newest first to go), freeing their
+ * stacks and buffers.  The queue must be empty. */
+void de__pool_shrink(struct de__pool *p, unsigned n)
+{
+	unsigned i;
+
+	if (n >= p->nthreads)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->keep = n;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (i = n; i < p->nthreads; i++) {
+		pthread_join(p->slots[i].tid, NULL);
+		free(p->slots[i].buf);
+		p->slots[i].buf = NULL;
+	}
+	p->nthreads = n;
 }
 
 /* Stop and join all workers.  The queue must be empty. */
@@ -113,12 +132,11 @@ void de__pool_destroy(struct de__pool *p)
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	for (i = 0; i < p->nthreads; i++)
-		pthread_join(p->tids[i], NULL);
-	for (i = 0; i < p->nthreads; i++)
-		free(p->bufs[i]);
-	free(p->bufs);
-	free(p->tids);
+	for (i = 0; i < p->nthreads; i++) {
+		pthread_join(p->slots[i].tid, NULL);
+		free(p->slots[i].buf);
+	}
+	free(p->slots);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 }
@@ -147,6 +165,25 @@ void de__pool_submit(struct de__pool *p, struct de__work *w, int front)
 	else
 		pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+}
+
+/* Take the work at the head of the queue off it, for a caller that runs
+ * it itself (a pool without workers).  Returns it, or NULL when the queue
+ * is empty. */
+struct de__work *de__pool_take(struct de__pool *p)
+{
+	struct de__work *w = NULL;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->head.next != &p->head) {
+		w = p->head.next;
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->queued = 0;
+		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return w;
 }
 
 /* Take w off the queue.  Returns 0, or -EBUSY if it was not queued. */

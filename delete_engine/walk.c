@@ -490,16 +490,25 @@ out:
 	return pinned;
 }
 
-/* Unlink the listed entries idx[0..k) of n through fd. */
+/*
+ * Unlink the listed entries idx[0..k) of n through fd.  idx NULL: there
+ * was no memory for an order (de__inode_order()), so every non-directory
+ * to delete, in listing order; an allocation failure is not the unlink's
+ * error to report.
+ */
 static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			 const uint32_t *idx, size_t k)
 {
 	int kept = 0;
-	size_t i;
+	size_t i, end = idx ? k : n->nents;
 
-	for (i = 0; i < k; i++) {
-		struct de__ent *e = &n->ents[idx[i]];
+	for (i = 0; i < end; i++) {
+		struct de__ent *e = &n->ents[idx ? idx[i] : i];
 		int rc;
+
+		if (!idx && (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
+			     e->done))
+			continue;
 
 		if (de__cancelled(ctx)) {
 			e->res = DE_R_SKIPPED;
@@ -724,10 +733,9 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	}
 	if (!early)
 		schedule_children(ctx, n);
-	idx = de__inode_order(n, &k);
-	if (!idx || fd < 0) {
+	idx = fd < 0 ? NULL : de__inode_order(n, &k);
+	if (fd < 0) {
 		size_t i;
-		int err = fd < 0 ? -fd : ENOMEM;
 
 		for (i = 0; i < n->nents; i++) {
 			struct de__ent *e = &n->ents[i];
@@ -736,8 +744,8 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 			    e->action != DE_A_DELETE)
 				continue;
 			e->res = DE_R_FAILED;
-			e->op = fd < 0 ? DE_OP_OPEN : DE_OP_UNLINK;
-			e->err = err;
+			e->op = DE_OP_OPEN;
+			e->err = -fd;
 			e->done = 1;
 		}
 		lock(ctx);
@@ -754,7 +762,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	 * wait for (with tasks queued they are better spent on other
 	 * directories).  See README "Heuristics".
 	 */
-	if ((k >= (size_t)ctx->split_min ||
+	if (idx && (k >= (size_t)ctx->split_min ||
 	     (k >= (size_t)ctx->split_idle_min &&
 	      __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
 	    ctx->run_threads > 1 && de__want_split(ctx, n->fstype)) {
