@@ -357,7 +357,9 @@ static int make_rwx(de_ctx *ctx, int dfd, const char *name, mode_t mode)
  * Open, check and read directory n (never the root).  Afterwards either
  * n->skip_scan is set (res/op/err say why it is not entered) or n's listing
  * is complete, typed, and sorted canonically when ordered.  Returns 1 when
- * n is left pinned (only with keep_pin), else 0.  Sets NS_SCANNED.
+ * n is left pinned (only with keep_pin), else 0.  Sets NS_SCANNED; in hook
+ * mode, a node it cannot enter is then finished here too (NS_FINAL, and n
+ * may be freed by the time this returns 0).
  */
 int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 {
@@ -365,7 +367,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	unsigned flags = ctx->cfg.flags;
 	int dry = !!(flags & DE_F_DRY_RUN);
 	struct de__st st;
-	int pfd, fd, rc, pinned = 0, by_name = 0;
+	int pfd, fd, rc, pinned = 0, by_name = 0, finish;
 	ino_t dino;
 	size_t i;
 
@@ -488,8 +490,25 @@ out:
 	n->state = NS_SCANNED;
 	if (ctx->serial)
 		ctx->scans_inflight--;
+	/*
+	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
+	 * then submits it (emit.c walk), but the walk enters only the nodes
+	 * it can: one that was not entered (a mount point, an open failure,
+	 * a directory that vanished) would never become final, and the walk
+	 * would wait for it forever (issue 22).  It has no listing to ask
+	 * the hook about, so its phase 2 runs here and finishes it at once.
+	 * Claimed under the lock that publishes NS_SCANNED, so that
+	 * drain_cancel() never starts it a second time.
+	 */
+	finish = ctx->hookmode && !ctx->serial && n->skip_scan;
+	if (finish)
+		n->p2sub = 1;
 	de__signal(ctx);
 	unlock(ctx);
+	if (finish) {
+		de__phase2(ctx, n, pinned);	/* hands the pin over */
+		return 0;
+	}
 	return pinned;
 }
 
