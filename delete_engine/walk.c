@@ -334,6 +334,21 @@ static void skip(struct de__node *n, int res, int op, int err)
 	n->err = err;
 }
 
+/*
+ * n is not entered: reaching, opening or reading it failed with rc at op.
+ * ENOENT means another process removed it (or moved it, or an ancestor,
+ * out of the tree) after its parent was listed: it vanished, as stock
+ * rsync counts a name gone between its listing and its lstat, and its
+ * parent may still be removed.  Anything else is a failure.
+ */
+static void skip_err(struct de__node *n, int op, int rc)
+{
+	if (rc == -ENOENT)
+		skip(n, DE_R_VANISHED, 0, 0);
+	else
+		skip(n, DE_R_FAILED, op, -rc);
+}
+
 static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
 		  enum de_type t)
 {
@@ -383,7 +398,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		lock(ctx);
 		p->unopened--;
 		unlock(ctx);
-		skip(n, DE_R_FAILED, DE_OP_OPEN, -pfd);
+		skip_err(n, DE_OP_OPEN, pfd);
 		goto out;
 	}
 	/*
@@ -417,10 +432,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	unlock(ctx);
 	de__node_unpin(ctx, p);
 	if (fd < 0) {
-		if (fd == -ENOENT)
-			skip(n, DE_R_VANISHED, 0, 0);
-		else
-			skip(n, DE_R_FAILED, DE_OP_OPEN, -fd);
+		skip_err(n, DE_OP_OPEN, fd);
 		goto out;
 	}
 	pinned = 1;
@@ -463,10 +475,12 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		if (!e)
 			(void)fchmod(fd, (st.mode | S_IRWXU) & 07777);
 	}
+	/* ENOENT here: the directory was removed after we opened it (Linux
+	 * refuses to read a dead directory), so whatever it held is gone. */
 	rc = de__read_dir(ctx, fd, n->name, buf, add_cb, n);
 	if (rc) {
 		n->nents = 0;
-		skip(n, DE_R_FAILED, DE_OP_READ, -rc);
+		skip_err(n, DE_OP_READ, rc);
 		goto out;
 	}
 	for (i = 0; i < n->nents; i++) {
@@ -529,7 +543,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			continue;
 		}
 		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
-		e->res = (uint8_t)de__rm_result(rc, 1, &e->err);
+		e->res = (uint8_t)de__rm_result(rc, &e->err);
 		if (e->res == DE_R_FAILED) {
 			e->op = DE_OP_UNLINK;
 			kept = 1;
@@ -750,6 +764,9 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	if (!idx || fd < 0) {
 		size_t i;
 		int err = fd < 0 ? -fd : ENOMEM;
+		/* Its fd was closed for the budget and n is gone when
+		 * reopened: so are its files. */
+		int res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
 
 		for (i = 0; i < n->nents; i++) {
 			struct de__ent *e = &n->ents[i];
@@ -757,14 +774,18 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 			if (e->type == DE_T_DIR || e->done ||
 			    e->action != DE_A_DELETE)
 				continue;
-			e->res = DE_R_FAILED;
-			e->op = fd < 0 ? DE_OP_OPEN : DE_OP_UNLINK;
-			e->err = err;
+			e->res = (uint8_t)res;
+			if (res == DE_R_FAILED) {
+				e->op = fd < 0 ? DE_OP_OPEN : DE_OP_UNLINK;
+				e->err = err;
+			}
 			e->done = 1;
 		}
-		lock(ctx);
-		n->kept = 1;
-		unlock(ctx);
+		if (res == DE_R_FAILED) {
+			lock(ctx);
+			n->kept = 1;
+			unlock(ctx);
+		}
 		files_done(ctx, n, idx);
 		de__node_release(ctx, n, pinned);
 		return;
@@ -871,7 +892,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 				rc = de__unlinkat(ctx, pfd, n->name,
 						  AT_REMOVEDIR);
 			}
-			res = de__rm_result(rc, pfd >= 0, &err);
+			res = de__rm_result(rc, &err);
 			if (res == DE_R_FAILED)
 				op = DE_OP_RMDIR;
 		}
