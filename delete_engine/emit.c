@@ -421,7 +421,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		de__node_unpin(ctx, n);
 		e->op = DE_OP_UNLINK;
 	}
-	e->res = (uint8_t)de__rm_result(rc, fd >= 0, &e->err);
+	e->res = (uint8_t)de__rm_result(rc, &e->err);
 	if (e->res == DE_R_REMOVED) {
 		e->op = 0;
 		limit_take(ctx);
@@ -470,7 +470,7 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 			rc = de__unlinkat(ctx, pfd, c->name, AT_REMOVEDIR);
 			de__node_unpin(ctx, p);
 		}
-		res = de__rm_result(rc, pfd >= 0, &err);
+		res = de__rm_result(rc, &err);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
 		else if (res == DE_R_FAILED)

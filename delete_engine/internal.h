@@ -291,16 +291,17 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 
 /*
  * The result of removing an entry from rc, de__unlinkat()'s value, or the
- * negative errno of reaching the directory that holds it (reached 0):
- * DE_R_REMOVED, DE_R_VANISHED (ENOENT in a directory that was reached:
- * someone else removed it) or DE_R_FAILED with *err set.  Inline: it runs
- * once per unlinked file (walk.c unlink_range).
+ * negative errno of reaching the directory that holds it: DE_R_REMOVED,
+ * DE_R_VANISHED (ENOENT: someone else removed the entry, or the directory
+ * that held it, after it was listed; stock rsync, which goes by path,
+ * sees the same) or DE_R_FAILED with *err set.  Inline: it runs once per
+ * unlinked file (walk.c unlink_range).
  */
-static inline int de__rm_result(int rc, int reached, int *err)
+static inline int de__rm_result(int rc, int *err)
 {
 	if (rc == 0)
 		return DE_R_REMOVED;
-	if (rc == -ENOENT && reached)
+	if (rc == -ENOENT)
 		return DE_R_VANISHED;
 	*err = -rc;
 	return DE_R_FAILED;

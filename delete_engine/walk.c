@@ -334,6 +334,21 @@ static void skip(struct de__node *n, int res, int op, int err)
 	n->err = err;
 }
 
+/*
+ * n is not entered: reaching, opening or reading it failed with rc at op.
+ * ENOENT means another process removed it (or moved it, or an ancestor,
+ * out of the tree) after its parent was listed: it vanished, as stock
+ * rsync counts a name gone between its listing and its lstat, and its
+ * parent may still be removed.  Anything else is a failure.
+ */
+static void skip_err(struct de__node *n, int op, int rc)
+{
+	if (rc == -ENOENT)
+		skip(n, DE_R_VANISHED, 0, 0);
+	else
+		skip(n, DE_R_FAILED, op, -rc);
+}
+
 static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
 		  enum de_type t)
 {
@@ -365,14 +380,16 @@ static void make_writable(de_ctx *ctx, struct de__node *n, int fd,
  * Open, check and read directory n (never the root).  Afterwards either
  * n->skip_scan is set (res/op/err say why it is not entered) or n's listing
  * is complete, typed, and sorted canonically when ordered.  Returns 1 when
- * n is left pinned (only with keep_pin), else 0.  Sets NS_SCANNED.
+ * n is left pinned (only with keep_pin), else 0.  Sets NS_SCANNED; in hook
+ * mode, a node it cannot enter is then finished here too (NS_FINAL, and n
+ * may be freed by the time this returns 0).
  */
 int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 {
 	struct de__node *p = n->parent;
 	unsigned flags = ctx->cfg.flags;
 	struct de__st st;
-	int pfd, fd, rc, pinned = 0, by_name = 0;
+	int pfd, fd, rc, pinned = 0, by_name = 0, finish;
 	ino_t dino;
 	size_t i;
 
@@ -388,7 +405,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		lock(ctx);
 		p->unopened--;
 		unlock(ctx);
-		skip(n, DE_R_FAILED, DE_OP_OPEN, -pfd);
+		skip_err(n, DE_OP_OPEN, pfd);
 		goto out;
 	}
 	/*
@@ -418,10 +435,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	unlock(ctx);
 	de__node_unpin(ctx, p);
 	if (fd < 0) {
-		if (fd == -ENOENT)
-			skip(n, DE_R_VANISHED, 0, 0);
-		else
-			skip(n, DE_R_FAILED, DE_OP_OPEN, -fd);
+		skip_err(n, DE_OP_OPEN, fd);
 		goto out;
 	}
 	pinned = 1;
@@ -458,10 +472,12 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	n->dev = st.dev;
 	n->ino = st.ino;
 	make_writable(ctx, n, fd, &st);
+	/* ENOENT here: the directory was removed after we opened it (Linux
+	 * refuses to read a dead directory), so whatever it held is gone. */
 	rc = de__read_dir(ctx, fd, n->name, buf, add_cb, n);
 	if (rc) {
 		n->nents = 0;
-		skip(n, DE_R_FAILED, DE_OP_READ, -rc);
+		skip_err(n, DE_OP_READ, rc);
 		goto out;
 	}
 	for (i = 0; i < n->nents; i++) {
@@ -485,8 +501,25 @@ out:
 	n->state = NS_SCANNED;
 	if (ctx->serial)
 		ctx->scans_inflight--;
+	/*
+	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
+	 * then submits it (emit.c walk), but the walk enters only the nodes
+	 * it can: one that was not entered (a mount point, an open failure,
+	 * a directory that vanished) would never become final, and the walk
+	 * would wait for it forever (issue 22).  It has no listing to ask
+	 * the hook about, so its phase 2 runs here and finishes it at once.
+	 * Claimed under the lock that publishes NS_SCANNED, so that
+	 * drain_cancel() never starts it a second time.
+	 */
+	finish = ctx->hookmode && !ctx->serial && n->skip_scan;
+	if (finish)
+		n->p2sub = 1;
 	de__signal(ctx);
 	unlock(ctx);
+	if (finish) {
+		de__phase2(ctx, n, pinned);	/* hands the pin over */
+		return 0;
+	}
 	return pinned;
 }
 
@@ -516,7 +549,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			continue;
 		}
 		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
-		e->res = (uint8_t)de__rm_result(rc, 1, &e->err);
+		e->res = (uint8_t)de__rm_result(rc, &e->err);
 		if (e->res == DE_R_FAILED) {
 			e->op = DE_OP_UNLINK;
 			kept = 1;
@@ -736,6 +769,9 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	idx = fd < 0 ? NULL : de__inode_order(n, &k);
 	if (fd < 0) {
 		size_t i;
+		/* Its fd was closed for the budget and n is gone when
+		 * reopened: so are its files. */
+		int res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
 
 		for (i = 0; i < n->nents; i++) {
 			struct de__ent *e = &n->ents[i];
@@ -743,14 +779,18 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 			if (e->type == DE_T_DIR || e->done ||
 			    e->action != DE_A_DELETE)
 				continue;
-			e->res = DE_R_FAILED;
-			e->op = DE_OP_OPEN;
-			e->err = -fd;
+			e->res = (uint8_t)res;
+			if (res == DE_R_FAILED) {
+				e->op = DE_OP_OPEN;
+				e->err = -fd;
+			}
 			e->done = 1;
 		}
-		lock(ctx);
-		n->kept = 1;
-		unlock(ctx);
+		if (res == DE_R_FAILED) {
+			lock(ctx);
+			n->kept = 1;
+			unlock(ctx);
+		}
 		files_done(ctx, n, idx);
 		de__node_release(ctx, n, pinned);
 		return;
@@ -857,7 +897,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 				rc = de__unlinkat(ctx, pfd, n->name,
 						  AT_REMOVEDIR);
 			}
-			res = de__rm_result(rc, pfd >= 0, &err);
+			res = de__rm_result(rc, &err);
 			if (res == DE_R_FAILED)
 				op = DE_OP_RMDIR;
 		}

@@ -130,7 +130,9 @@ for name, argv in (('stock', [stock]), ('fork', fork)):
     os.close(chain(t / 'a', 600, name='n' * 9))
     sibling(t / 'b')
     bak = SCRATCHDIR / f'{name}-bak'
-    p = subprocess.run(argv + ['-r', '--delete', '--backup', f'--backup-dir={bak}',
+    # Relative to the destination, so that where the lengths cross
+    # MAXPATHLEN does not depend on where the scratch directory is.
+    p = subprocess.run(argv + ['-r', '--delete', '--backup', f'--backup-dir=../{bak.name}',
                                f'{empty}/', f'{t}/'],
                        capture_output=True, text=True, timeout=120)
     results[name] = (p, count(t), count(bak))
