@@ -18,9 +18,10 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # (fpart) to run rsync-de as its workers' rsync, and sshfs (with fuse3's
 # fusermount3 and the sftp-server it talks to) for a FUSE file system whose
 # readdir inode numbers are not stat's.
-# mount (mount, losetup) and passwd (useradd) are not Essential either.
+# mount (mount, losetup) and passwd (useradd) are not Essential either;
+# upstream's chown and devices tests need fakeroot when not run as root.
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
-	btrfs-progs util-linux mount passwd procps fpart sshfs fuse3
+	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
 	openssh-sftp-server"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
 	openssh-server openssh-client"

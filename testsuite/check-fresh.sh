@@ -43,7 +43,8 @@ die() { say "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, chroot and mounts)"
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
-[ -d "$top/.git" ] || die "$top is not a git checkout: nothing to clone"
+git -C "$top" rev-parse --verify -q HEAD >/dev/null ||
+	die "$top is not a git checkout: nothing to clone"
 
 # mounts_under DIR: the mount points at or below DIR, deepest first.
 mounts_under() {

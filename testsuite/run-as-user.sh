@@ -36,6 +36,16 @@ trap 'exit 130' INT TERM HUP
 
 cp -a "$tree" "$work/tree"
 rm -rf "$work/tree/testtmp"
+# DE_ENGINE names the delete engine the tree links (configure put its path
+# in the Makefile), which upstream tests use when they rebuild rsync in a
+# copy of the tree.  A checkout under root's home (mode 700 on Debian) is
+# out of the user's reach: the copy gets the engine's header and library
+# of its own.
+if [ -n "${DE_ENGINE:-}" ]; then
+	mkdir "$work/engine"
+	cp -p "$DE_ENGINE/delete_engine.h" "$DE_ENGINE/libdelete_engine.a" "$work/engine/"
+	sed -i "s|$DE_ENGINE|$work/engine|g" "$work/tree/Makefile" "$work/tree/config.status"
+fi
 # Named rsync: some tests look for the binary by that name.
 mkdir "$work/bin"
 cp -p "$rsync_bin" "$work/bin/rsync"
