@@ -20,6 +20,15 @@
 #include <signal.h>
 #include <stdlib.h>
 
+/* Unlink queued work w from p's queue.  Called with p->mu held. */
+static void dequeue(struct de__pool *p, struct de__work *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->queued = 0;
+	__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
+}
+
 static void *worker(void *arg)
 {
 	struct de__slot *slot = arg;
@@ -36,10 +45,7 @@ static void *worker(void *arg)
 		if (p->stop || me >= p->keep)
 			break;
 		w = p->head.next;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->queued = 0;
-		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
+		dequeue(p, w);
 		pthread_mutex_unlock(&p->mu);
 		w->fn(w, buf);
 		pthread_mutex_lock(&p->mu);
@@ -177,10 +183,7 @@ struct de__work *de__pool_take(struct de__pool *p)
 	pthread_mutex_lock(&p->mu);
 	if (p->head.next != &p->head) {
 		w = p->head.next;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->queued = 0;
-		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
+		dequeue(p, w);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return w;
@@ -193,10 +196,7 @@ int de__pool_cancel(struct de__pool *p, struct de__work *w)
 
 	pthread_mutex_lock(&p->mu);
 	if (w->queued) {
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		w->queued = 0;
-		__atomic_store_n(&p->qlen, p->qlen - 1, __ATOMIC_RELAXED);
+		dequeue(p, w);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&p->mu);
