@@ -11,16 +11,23 @@
 #
 #   1. unpacks the cached root afresh and puts a clean clone of HEAD in it
 #      (committed work only, as CI sees it);
-#   2. binds /dev, /proc and /sys into it (and a fresh tmpfs on /run, as a
-#      booted machine has, with this machine's /run/shm link);
+#   2. runs everything there as on a machine of its own: in a new mount
+#      and PID namespace, with the root made the namespace's root by
+#      pivot_root (not chroot: the kernel refuses a user namespace to a
+#      chrooted process, and upstream's daemon-chroot-acl makes one),
+#      /dev and /sys bound, a new /proc and a tmpfs on /run (with this
+#      machine's /run/shm link, as a booted machine has);
 #   3. runs the two commands of the README's "Set-up on a fresh Debian
 #      machine" section, read from the README itself and run verbatim in
-#      the chroot as root: `./configure && make demo`, then
+#      the root as root: `./configure && make demo`, then
 #      `./configure && make check`;
 #   4. checks that ./rsync --delete-only empties a generated tree there;
-#   5. on every exit (failure and interrupt included) kills what still
-#      runs in the root, unmounts everything under it, detaches the loop
-#      devices backed by files in it, and removes it.
+#   5. on every exit (failure and interrupt included) removes the root.
+#      The namespaces take their mounts and processes with them when a
+#      command ends; the clean-up still kills what runs in them if
+#      check-fresh itself is interrupted, detaches loop devices backed by
+#      files in the root, and refuses to remove a root with anything still
+#      mounted under it.
 #
 # The README's apt-get line for a user who is not root is checked too:
 # in the fresh root, ./configure run as nobody must print exactly that
@@ -41,7 +48,7 @@ src=/root/rsync-de
 say() { printf 'check-fresh: %s\n' "$*"; }
 die() { say "$*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, chroot and mounts)"
+[ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, namespaces and mounts)"
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
 git -C "$top" rev-parse --verify -q HEAD >/dev/null ||
 	die "$top is not a git checkout: nothing to clone"
@@ -54,13 +61,19 @@ mounts_under() {
 	done | sort -r
 }
 
-# in_root PID: does process PID run inside the fresh root?
+# The PID namespaces that enter made, one a line (see enter).
+nsfile=$dir/namespaces
+
+# in_root PID: does process PID run in one of them?
 in_root() {
-	r=$(readlink "/proc/$1/root" 2>/dev/null) || return 1
-	case $r in "$root" | "$root"/*) return 0 ;; esac
-	return 1
+	[ -s "$nsfile" ] || return 1
+	ns=$(readlink "/proc/$1/ns/pid" 2>/dev/null) || return 1
+	grep -qxF "$ns" "$nsfile"
 }
 
+# Loop devices attached before this run: the clean-up detaches only newer
+# ones whose backing file lies in the root (a test killed mid-way).
+loops_before=$(losetup -n -O NAME 2>/dev/null | sort | paste -sd' ' -) || :
 cleanup() {
 	rc=$?
 	# A second signal must not cut the clean-up short: ignore them all.
@@ -79,9 +92,12 @@ cleanup() {
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
 			say "cannot unmount $m" >&2
 	done
-	# Loop devices whose image lived in the root (a test killed mid-way).
+	# A loop device shows its backing file's path as the process that
+	# attached it saw it: inside the root, after pivot_root.
 	losetup -n -O NAME,BACK-FILE 2>/dev/null | while read -r dev file; do
-		case $file in "$root"/*) losetup -d "$dev" 2>/dev/null ;; esac
+		case " $loops_before " in *" $dev "*) continue ;; esac
+		case $file in /*) ;; *) continue ;; esac
+		[ -e "$root${file% (deleted)}" ] && losetup -d "$dev" 2>/dev/null
 	done
 	# Never recurse into a bind mount of the host's /dev or /sys.
 	if [ -n "$(mounts_under "$root")" ]; then
@@ -90,6 +106,7 @@ cleanup() {
 		exit 1
 	fi
 	rm -rf --one-file-system "$root"
+	rm -f "$nsfile"
 	exit $rc
 }
 trap cleanup EXIT
@@ -136,13 +153,37 @@ done
 git clone -q "$top" "$root$src"
 say "testing $(git -C "$root$src" log -1 --format='%h %s')"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
-mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
-mount -t proc proc "$root/proc"
-mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-# A booted machine's /run/shm, where upstream's chmod-temp-dir test finds
-# a second file system (the pinned skips assume one).
-[ ! -L /run/shm ] || ln -s "$(readlink /run/shm)" "$root/run/shm"
+: > "$nsfile"
+
+# enter CMD: run the shell command CMD in the root, as root, as a fresh
+# login on a machine of its own would.  unshare's child is PID 1 of a new
+# PID namespace, so whatever the tests leave running (daemons, sshd) is
+# killed when CMD ends, and the mount namespace goes with it; if
+# check-fresh is killed, --kill-child takes CMD down the same way.  The
+# host's umount, run from the old root with the root's libraries, detaches
+# the old root: the root has no umount before the build installs mount.
+enter() {
+	unshare --mount --propagation private --pid --fork --kill-child -- \
+		/bin/sh -c '
+		set -e
+		root=$1 nsfile=$2 cmd=$3
+		readlink /proc/self/ns/pid >> "$nsfile"
+		mount --bind "$root" "$root"
+		mount --rbind /dev "$root/dev"
+		mount --rbind /sys "$root/sys"
+		mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
+		mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
+		if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
+		cd "$root"
+		mkdir .oldroot
+		pivot_root . .oldroot
+		cd /
+		/.oldroot/usr/bin/umount -l /.oldroot
+		rmdir /.oldroot
+		exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1"
+}
 
 # The commands, as the README gives them: the indented lines of its
 # "Set-up on a fresh Debian machine" section that start with ./configure.
@@ -158,9 +199,7 @@ run() {
 	shift
 	say "$name: $*"
 	start=$(date +%s)
-	if chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
-		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		TERM=dumb /bin/sh -c "cd $src && $*" > "$dir/$name.log" 2>&1 </dev/null; then
+	if enter "cd $src && $*" > "$dir/$name.log" 2>&1 </dev/null; then
 		say "$name: ok in $(($(date +%s) - start)) s"
 	else
 		rc=$?
@@ -174,11 +213,11 @@ want=$(sed -n '/^## Set-up on a fresh Debian machine/,/^## /{
 	s/^    \(sudo apt-get install .*\)$/\1/p
 }' "$top/README.md")
 [ -n "$want" ] || die "README.md's set-up section gives no apt-get line"
-chroot "$root" sh -c "cp -a $src /tmp/user-clone && chown -R 65534:65534 /tmp/user-clone"
 say "user: ./configure as nobody"
-if chroot "$root" setpriv --reuid=65534 --regid=65534 --clear-groups \
+if enter "cp -a $src /tmp/user-clone && chown -R 65534:65534 /tmp/user-clone &&
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups \
 	/usr/bin/env -i HOME=/tmp PATH=/usr/local/bin:/usr/bin:/bin \
-	/bin/sh -c 'cd /tmp/user-clone && ./configure' > "$dir/user.log" 2>&1 </dev/null; then
+	/bin/sh -c 'cd /tmp/user-clone && ./configure'" > "$dir/user.log" 2>&1 </dev/null; then
 	cat "$dir/user.log" >&2
 	die "./configure as nobody succeeded on a machine without a compiler"
 fi
