@@ -138,7 +138,11 @@ int de__ctx_start(de_ctx *ctx)
 
 	if (ctx->pool_ready)
 		return 0;
-	rc = de__pool_init(&ctx->pool, ctx->nthreads);
+	/* Room for a latency-bound run's workers (de__ctx_grow()) unless
+	 * the caller set the number. */
+	rc = de__pool_init(&ctx->pool, ctx->cfg.threads ||
+			   ctx->nthreads > DE__LAT_THREADS ?
+			   ctx->nthreads : DE__LAT_THREADS);
 	if (rc)
 		return rc;
 	for (i = 0; i < ctx->nthreads; i++) {
@@ -156,6 +160,30 @@ int de__ctx_start(de_ctx *ctx)
 	 * they grow, de__open_dir() copes with EMFILE. */
 	ctx->fd_budget = de__fd_budget();
 	return 0;
+}
+
+/*
+ * Grow the pool to n workers (at most its slots) for a run that wants
+ * more than the CPUs: a latency-bound file system (order.c
+ * de__threads_for()).  One that cannot be started is done without, as in
+ * de__ctx_start().  Called between runs, with nothing queued.  Returns
+ * the number of workers.
+ */
+unsigned de__ctx_grow(de_ctx *ctx, unsigned n)
+{
+	int rc;
+
+	if (n > ctx->pool.max)
+		n = ctx->pool.max;
+	while (ctx->pool.nthreads < n) {
+		rc = de__fault(ctx, DE_OP_THREAD, "");
+		rc = rc ? -rc : de__pool_add(&ctx->pool);
+		if (rc) {
+			shed_workers(ctx);
+			break;
+		}
+	}
+	return ctx->pool.nthreads;
 }
 
 void de_ctx_free(de_ctx *ctx)

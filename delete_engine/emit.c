@@ -796,6 +796,10 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		unsigned t = ctx->cfg.threads ? ctx->cfg.threads :
 			de__threads_for(ctx, r->fstype);
 
+		/* More workers than CPUs only where they wait on a server,
+		 * and only where they unlink. */
+		if (t > ctx->pool.nthreads && !ctx->cfg.threads && !ctx->serial)
+			de__ctx_grow(ctx, t);
 		if (t > ctx->pool.nthreads)
 			t = ctx->pool.nthreads;
 		/* A thread at work holds about two fds (a directory and the

@@ -16,6 +16,9 @@
 #include "delete_engine.h"
 
 #define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
+#define DE__LAT_THREADS	32u		/* workers on a latency-bound file
+					 * system (order.c de__threads_for) */
+#define DE__CHUNK_MIN	64u		/* files per unlink chunk, at least */
 
 /* ---- pool.c: libuv-shaped thread pool ---------------------------------- */
 
@@ -311,11 +314,13 @@ static inline int de__rm_result(int rc, int *err)
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 int de__dino_is_stat(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
+int de__latency_bound(long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);
 int de__p2_help(de_ctx *ctx, long fstype);
 int de__want_serial(de_ctx *ctx, long fstype);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
+unsigned de__ctx_grow(de_ctx *ctx, unsigned n);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 
 #define de__ent_name(n, e) ((n)->arena + (e)->name)

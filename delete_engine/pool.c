@@ -78,7 +78,7 @@ int de__pool_init(struct de__pool *p, unsigned max)
 
 /*
  * Start one more worker, with its getdents buffer.  Only the thread that
- * owns the pool calls this, before any work is queued.  Returns 0, or
+ * owns the pool calls this, with no work queued.  Returns 0, or
  * -ENOMEM (no buffer) or pthread_create()'s error (-EAGAIN: no memory for
  * a stack, or a process limit), with nothing started.
  */
@@ -95,6 +95,12 @@ int de__pool_add(struct de__pool *p)
 	slot->buf = malloc(DE__BUFSZ);
 	if (!slot->buf)
 		return -ENOMEM;
+	/* A pool that grows again after a shrink (de__pool_shrink()) must
+	 * not tell the new worker to exit. */
+	pthread_mutex_lock(&p->mu);
+	if (p->keep <= p->nthreads)
+		p->keep = p->nthreads + 1;
+	pthread_mutex_unlock(&p->mu);
 	/* Workers must never take the caller's signals (rsync's handlers). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -105,7 +111,11 @@ int de__pool_add(struct de__pool *p)
 		slot->buf = NULL;
 		return -e;
 	}
+	/* Under the lock: workers of a pool that grows between runs read
+	 * it (de__pool_submit()). */
+	pthread_mutex_lock(&p->mu);
 	p->nthreads++;
+	pthread_mutex_unlock(&p->mu);
 	return 0;
 }
 

@@ -797,7 +797,8 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	}
 	/*
 	 * Splitting: a directory with at least split_min files to unlink is
-	 * cut into one chunk per worker, and so is one with split_idle_min
+	 * cut into one chunk per worker (of at least DE__CHUNK_MIN files), and so
+	 * is one with split_idle_min
 	 * when no task is queued, which the other workers would otherwise
 	 * wait for (with tasks queued they are better spent on other
 	 * directories).  See README "Heuristics".
@@ -805,9 +806,15 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	if (idx && (k >= (size_t)ctx->split_min ||
 	     (k >= (size_t)ctx->split_idle_min &&
 	      __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
-	    ctx->run_threads > 1 && de__want_split(ctx, n->fstype)) {
+	    ctx->run_threads > 1 && k >= 2 * DE__CHUNK_MIN &&
+	    de__want_split(ctx, n->fstype)) {
 		unsigned nch = ctx->run_threads, i;
-		size_t per = k / nch, start = per;
+		size_t per, start;
+
+		if (k / nch < DE__CHUNK_MIN)
+			nch = (unsigned)(k / DE__CHUNK_MIN);
+		per = k / nch;
+		start = per;
 
 		lock(ctx);
 		n->chunks += nch - 1;

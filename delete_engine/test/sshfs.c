@@ -10,10 +10,18 @@
  *     it, for one from outside the tree is not entered, and one swapped
  *     for a symlink to outside the tree is not followed: what is outside
  *     keeps every entry.
+ *   - the latency schedule: with the thread count left to the engine, 40
+ *     directories of 10 files on the mount are unlinked by more threads
+ *     than there are CPUs (de__threads_for), and on the local file system
+ *     under the mount by no more than the CPUs; one directory of 400
+ *     files on the mount by one thread (its unlinks would only queue on
+ *     the directory's lock: de__want_split).
  * The portable build, which cannot tell FUSE, refuses the directories
  * instead.  The mount is undone on every exit. */
 #include "tutil.h"
+#include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 
 #define FUSE_SUPER_MAGIC	0x65735546L
@@ -102,6 +110,78 @@ static int swap_hook(void *arg, int op, const char *name)
 	    symlinkat("../../outside", g_mfd, "tree/a/victim2") == 0)
 		atomic_fetch_add(&swaps, 1);
 	return 0;
+}
+
+/* Fault hook: the distinct threads that unlink (up to 64 kept). */
+static pthread_mutex_t tid_mu = PTHREAD_MUTEX_INITIALIZER;
+static long tids[64];
+static int ntids;
+
+static int tid_hook(void *arg, int op, const char *name)
+{
+	long me = (long)syscall(SYS_gettid);
+	int i;
+
+	(void)arg;
+	(void)name;
+	if (op != DE_OP_UNLINK)
+		return 0;
+	pthread_mutex_lock(&tid_mu);
+	for (i = 0; i < ntids && tids[i] != me; i++)
+		;
+	if (i == ntids && ntids < 64)
+		tids[ntids++] = me;
+	pthread_mutex_unlock(&tid_mu);
+	return 0;
+}
+
+/* Make n files in dfd; 0 or -1. */
+static int files(int dfd, int n)
+{
+	char f[32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(f, sizeof(f), "f%04d", i);
+		if (t_file(dfd, f) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The number of threads that unlinked dfd/name/top, which holds ndirs
+ * directories of nper files each (or, with ndirs 0, nper files), removed
+ * with the engine's own thread count; -1 on error. */
+static int unlinkers(int dfd, const char *name, int ndirs, int nper)
+{
+	struct de_config cfg = { .max_delete = -1, .fault = tid_hook };
+	struct de_target t = { .name = "top", .type = DE_T_DIR };
+	char d[32];
+	de_ctx *ctx;
+	int fd, top, sub, i, rc;
+
+	if ((fd = t_dir(dfd, name)) < 0 || (top = t_dir(fd, "top")) < 0)
+		return -1;
+	for (i = 0; i < ndirs; i++) {
+		snprintf(d, sizeof(d), "d%04d", i);
+		if ((sub = t_dir(top, d)) < 0 || files(sub, nper) != 0)
+			return -1;
+		close(sub);
+	}
+	if (!ndirs && files(top, nper) != 0)
+		return -1;
+	close(top);
+	ntids = 0;
+	rc = de_ctx_new(&ctx, &cfg);
+	if (rc == 0) {
+		rc = de_remove(ctx, fd, &t, 1, NULL, NULL);
+		de_ctx_free(ctx);
+	}
+	close(fd);
+	if (rc != 0 || t_count(dfd, name) != 1 ||
+	    unlinkat(dfd, name, AT_REMOVEDIR) != 0)
+		return -1;
+	return ntids;
 }
 
 /* Remove the entries of mfd/tree, each given as rsync gives them: the
@@ -223,6 +303,19 @@ int main(void)
 	}
 	/* Else this mount does not show the bug and proves nothing. */
 	CHECK(dino);
+
+	{
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		int remote = unlinkers(mfd, "lat", 40, 10);
+		int local = unlinkers(dfd, "loc", 40, 10);
+		int flat = unlinkers(mfd, "flat", 0, 400);
+
+		fprintf(stderr, "unlinking threads: %d on sshfs, %d local, "
+			"%d in one directory on sshfs; %ld CPUs\n", remote,
+			local, flat, ncpu);
+		CHECK(remote > ncpu && local >= 1 && local <= ncpu);
+		CHECK(flat == 1);
+	}
 
 	CHECK(build(mfd) == 0);
 	CHECK((fd = t_dir(mfd, "outside")) >= 0);
