@@ -2,7 +2,8 @@
 """Time deleters side by side on identical, freshly generated trees.
 
 Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,xfs-lb256k,btrfs,tmpfs]
-                    [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small]
+                    [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small,
+                                 sshfs,sshfs-flat]
                     [--cache cold,warm] [--peers NAME,...] [--peer NAME=CMD]
                     [--throttle wbps=20M,wiops=200] [--dir DIR]
                     [--json FILE] [--out FILE]
@@ -34,6 +35,11 @@ Scenarios, full size [--size mid] [--quick]:
   ssh     --delete-only empty/ 127.0.0.1:T/ through a throwaway sshd on
           loopback, against the same delete run locally: 100 x 1,000
                                             [same] [20 x 1,000]
+  sshfs   the delete peers on an sshfs mount (FUSE, over a throwaway
+          sshd on loopback) of the filesystem under test, each run on a
+          fresh mount; also reports the CPU of sshfs and its ssh client,
+          and of sshd and sftp-server: 20 x 500        [same] [same]
+  sshfs-flat  the same, 10,000 files in one directory  [same] [same]
   dd      a dd writer (oflag=direct,dsync, 1 GiB) next to the deletion of
           4,000 fragmented 1 MiB files, by each peer
                                             [512 MiB, 1,000] [128 MiB, 250]
@@ -81,6 +87,7 @@ SIZES = {
         'small': ['-z', '4K', 'wide', '20', '500'],
         'sync': ['wide', '40', '500'], 'ssh': ['wide', '20', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
+        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
     },
     # A fifth of the full trees (the deep and ssh ones at full size): what
     # a shared 2-core machine can run on three filesystems in an hour.
@@ -91,6 +98,7 @@ SIZES = {
         'small': ['-z', '4K', 'wide', '20', '1000'],
         'sync': ['wide', '100', '1000'], 'ssh': ['wide', '100', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
+        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
     },
     'full': {
         'flat': ['flat', '500000'], 'rflat': ['rflat', '500000'],
@@ -99,6 +107,7 @@ SIZES = {
         'small': ['-z', '4K', 'wide', '100', '1000'],
         'sync': ['wide', '1000', '1000'], 'ssh': ['wide', '100', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
+        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
     },
 }
 DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
@@ -138,6 +147,13 @@ SSH_PEERS = [
     ('ssh 127.0.0.1 true', ['sh', '-c', '{ssh} 127.0.0.1 true']),
 ]
 LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
+SSHFS_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf', 'find -delete']
+SSHFS = ('sshfs', 'sshfs-flat')
+# Issue 19's targets on sshfs: rsync-de's median against rm -rf's (and,
+# for the 20 x 500 tree, stock's).
+SSHFS_TARGET = {'sshfs': 0.35, 'sshfs-flat': 0.50}
+SFTP_SERVERS = ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server',
+                '/usr/libexec/sftp-server']
 DD_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf']
 # --polite: the dd scenario's deleters for issue 8 instead of DD_PEERS:
 # full speed, --delete-polite (500 a second in one burst a second, one
@@ -278,6 +294,16 @@ def versions(vals):
 
 # ---- Filesystems -------------------------------------------------------------
 
+def unmount(path, tries=10):
+    """umount path, retrying while it is busy (a peer's process may still
+    be exiting), lazily after tries half-second waits."""
+    for _ in range(tries):
+        if sh(['umount', path], stderr=subprocess.DEVNULL).returncode == 0:
+            return
+        time.sleep(0.5)
+    sh(['umount', '-l', path])
+
+
 FS = {
     # -N: the sync scenario needs 1.5M inodes; the default ratio gives
     # 1M for a 16 GiB image.
@@ -327,12 +353,7 @@ class Mount:
 
     def close(self):
         if self.mounted:
-            for _ in range(10):
-                if sh(['umount', self.path], stderr=subprocess.DEVNULL).returncode == 0:
-                    break
-                time.sleep(0.5)
-            else:
-                sh(['umount', '-l', self.path])
+            unmount(self.path)
             self.mounted = False
         if self.fs == 'dir':
             shutil.rmtree(self.path, ignore_errors=True)
@@ -502,6 +523,42 @@ def start_sshd():
     return sshd
 
 
+class Sshfs:
+    """An sshfs mount of a directory (the server's view, on the filesystem
+    under test) over the loopback sshd, as its login user; mounted afresh
+    for every run so that no peer meets the caches another one filled.
+    .cpu is a CpuGroup holding sshfs and the ssh client it starts."""
+
+    def __init__(self, sshd, remote, mnt):
+        sftp = next((x for x in SFTP_SERVERS if os.access(x, os.X_OK)), None)
+        if not shutil.which('sshfs') or not sftp:
+            raise sshdlib.Unavailable('sshfs or sftp-server is not installed '
+                                      '(rsync-src/deps.sh bench installs them)')
+        self.mnt, self.mounted = mnt, False
+        os.makedirs(mnt, exist_ok=True)
+        self.argv = ['sshfs', '-o', f'port={sshd.port},IdentityFile={sshd.dir}/client,'
+                     'BatchMode=yes,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,'
+                     f'LogLevel=ERROR,sftp_server={sftp}',
+                     f'{sshdlib.SSH_USER}@127.0.0.1:{remote}', mnt]
+        self.cpu = CpuGroup(f'rsyncde-bench-sshfs-{os.getpid()}')
+        on_exit(self.umount)
+
+    def mount(self):
+        join = (lambda: self.cpu.add(os.getpid())) if self.cpu.path else None
+        r = sh(self.argv, capture_output=True, text=True, timeout=60, preexec_fn=join)
+        if r.returncode:
+            raise OSError(f'sshfs failed: {r.stderr.strip()}')
+        self.mounted = True
+
+    def umount(self):
+        if not self.mounted:
+            return
+        unmount(self.mnt)
+        self.mounted = False
+        # sshfs and its ssh client exit once the mount is gone.
+        self.cpu.settle(0)
+
+
 # ---- One timed run -----------------------------------------------------------
 
 def fill(template, vals):
@@ -537,6 +594,7 @@ class Cell:
         self.times = {n: [] for n in names}
         self.rss = {n: 0 for n in names}
         self.cpu = {n: [] for n in names}
+        self.link = {n: [] for n in names}	# sshfs: (client, server) CPU s
         self.failed = {}
 
     def med(self, n):
@@ -551,11 +609,13 @@ def make_tree(spec, target, user=None):
 
 
 def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True,
-             remote_cpu=None):
+             remote_cpu=None, sshfs=None):
     """Time every peer on a fresh tree, runs + 1 rounds, the first dropped.
     peers: list of (name, argv template).  remote_cpu: a CpuGroup whose
     CPU time during a run is added to the run's (sshd and the far side of
-    an ssh push).  Returns a Cell."""
+    an ssh push).  sshfs: an Sshfs serving vals['work']; the peers then
+    delete through it, and remote_cpu (sshd, sftp-server) and the mount's
+    CPU are kept apart in cell.link.  Returns a Cell."""
     names = [n for n, _ in peers]
     tmpl = dict(peers)
     cell = Cell(names)
@@ -580,13 +640,24 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
                 drop_caches(m.path)
             else:
                 sync_fs(m.path)
-            argv = fill(tmpl[n], dict(vals, target=target))
-            if user:
+            view = os.path.join(sshfs.mnt, 't') if sshfs else target
+            if sshfs:
+                sshfs.mount()
+            argv = fill(tmpl[n], dict(vals, target=view))
+            if user and not sshfs:	# an sshfs mount is root's alone
                 argv = user(argv)
             if remote_cpu and remote_cpu.path:
                 nprocs, cpu0 = remote_cpu.procs(), remote_cpu.seconds()
+            if sshfs:
+                link0 = sshfs.cpu.seconds()
             secs, rc, err, kib, cpu = timed(argv, os.path.join(m.path, 'rss.out'))
-            if remote_cpu and remote_cpu.path and cpu is not None:
+            if sshfs:
+                link = sshfs.cpu.seconds()
+                sshfs.umount()
+                if remote_cpu and remote_cpu.path and link is not None:
+                    remote_cpu.settle(nprocs)
+                    link = (link - link0, remote_cpu.seconds() - cpu0)
+            elif remote_cpu and remote_cpu.path and cpu is not None:
                 remote_cpu.settle(nprocs)
                 cpu += remote_cpu.seconds() - cpu0
             left = count_entries(target) if n not in LINK_ONLY else expect_left
@@ -600,6 +671,8 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
                 cell.times[n].append(secs)
                 if cpu is not None:
                     cell.cpu[n].append(cpu)
+                if sshfs and isinstance(link, tuple):
+                    cell.link[n].append(link)
             log(f'{m.fs} {scenario} {cache} round {rnd}: {n}: {secs:.3f} s')
     if scenario == 'sync':
         remove(vals['src'])
@@ -607,22 +680,30 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
 
 
 def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete'), cpu_what=''):
+    link = any(cell.link.get(n) for n in names)
     out(f'\n## {title}\n')
     out(f'| peer | median s | min-max s | vs {base[0]} | vs {base[1]} | peak RSS MiB '
-        f'| CPU s (user+sys{cpu_what}) |')
-    out('| --- | --- | --- | --- | --- | --- | --- |')
+        f'| CPU s (user+sys{cpu_what}) |'
+        + (' CPU s sshfs + ssh | CPU s sshd + sftp-server |' if link else ''))
+    out('| --- | --- | --- | --- | --- | --- | --- |' + (' --- | --- |' if link else ''))
     b0, b1 = cell.med(base[0]) if base[0] in cell.times else None, \
         cell.med(base[1]) if base[1] in cell.times else None
     for n in names:
         if n in cell.failed:
-            out(f'| {n} | failed: {cell.failed[n]} | | | | {cell.rss[n] / 1024:.1f} | |')
+            out(f'| {n} | failed: {cell.failed[n]} | | | | {cell.rss[n] / 1024:.1f} | |'
+                + (' | |' if link else ''))
             continue
         med = cell.med(n)
         r0 = f'{med / b0:.2f}' if b0 else '-'
         r1 = f'{med / b1:.2f}' if b1 else '-'
         cpu = f'{median(cell.cpu[n]):.3f}' if cell.cpu.get(n) else '-'
+        lk = ''
+        if link:
+            ls = cell.link.get(n) or []
+            lk = ''.join(f' {median([x[i] for x in ls]):.3f} |' if ls else ' - |'
+                         for i in (0, 1))
         out(f'| {n} | {med:.3f} | {min(cell.times[n]):.3f}-{max(cell.times[n]):.3f} '
-            f'| {r0} | {r1} | {cell.rss[n] / 1024:.1f} | {cpu} |')
+            f'| {r0} | {r1} | {cell.rss[n] / 1024:.1f} | {cpu} |{lk}')
 
 
 # ---- The dd scenario (seed 2) --------------------------------------------
@@ -791,6 +872,7 @@ def details(records, out):
         for n, p in r['peers'].items():
             cell.times[n], cell.rss[n] = p['times'], p['rss_kib']
             cell.cpu[n] = p.get('cpu', [])
+            cell.link[n] = [tuple(x) for x in p.get('link', [])]
             if p['failed']:
                 cell.failed[n] = p['failed']
         if r['scenario'] == 'ssh':
@@ -811,9 +893,24 @@ def cpu_ratio(r):
     return f'{a:.3f} / {b:.3f} = {a / b:.2f}' if b else '-'
 
 
+def medians(r):
+    """Peer name -> median seconds of a cell record (None: failed)."""
+    return {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
+
+
+def table_head(out, title, cols, note=None):
+    """A summary table's title, note and header row."""
+    out(f'\n## {title}\n')
+    if note:
+        out(note + '\n')
+    out('| ' + ' | '.join(cols) + ' |')
+    out('|' + ' --- |' * len(cols))
+
+
 def summarize(records, out):
     """The ratio table over every delete/sync cell, then ssh and dd."""
-    cells = [r for r in records if r['kind'] == 'cell' and r['scenario'] != 'ssh']
+    cells = [r for r in records if r['kind'] == 'cell'
+             and r['scenario'] not in ('ssh',) + SSHFS]
     if cells:
         out('\n## Summary: rsync-de against rm -rf and stock rsync (ratio of medians)\n')
         out('Ratios below 1 mean rsync-de is faster.  "target" is issue 6\'s limit; '
@@ -822,7 +919,7 @@ def summarize(records, out):
             '| -a --delete vs rm -rf | vs stock | rm -rf s | stock s | rsync-de peak RSS MiB |')
         out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for r in cells:
-        med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
+        med = medians(r)
         rm, st = med.get('rm -rf'), med.get('stock -a --delete')
 
         def ratio(n, base, limit=None):
@@ -848,13 +945,13 @@ def summarize(records, out):
             f'| {rss / 1024:.1f} |')
     sshs = [r for r in records if r['kind'] == 'cell' and r['scenario'] == 'ssh']
     if sshs:
-        out('\n## Summary: push over ssh to localhost against the same delete run locally\n')
-        out('| tree | fs | cache | rsync-de ssh push s | rsync-de local s | ssh / local (issue 5: <= 1.15) '
-            '| stock ssh / local | rsync-de ssh vs rm -rf | ssh login alone s | (push - login) / local '
-            '| push over an open connection / local | CPU s push (both ends) / local |')
-        out('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+        table_head(out, 'Summary: push over ssh to localhost against the same delete run locally',
+                   ['tree', 'fs', 'cache', 'rsync-de ssh push s', 'rsync-de local s',
+                    'ssh / local (issue 5: <= 1.15)', 'stock ssh / local',
+                    'rsync-de ssh vs rm -rf', 'ssh login alone s', '(push - login) / local',
+                    'push over an open connection / local', 'CPU s push (both ends) / local'])
     for r in sshs:
-        med = {n: median(p['times']) if not p['failed'] else None for n, p in r['peers'].items()}
+        med = medians(r)
         de_s, de_l = med.get(SSH_PEERS[1][0]), med.get(SSH_PEERS[0][0])
         st_s, st_l = med.get(SSH_PEERS[3][0]), med.get(SSH_PEERS[2][0])
         rm = med.get('rm -rf')
@@ -866,6 +963,37 @@ def summarize(records, out):
             f'| {q(st_s, st_l)} | {q(de_s, rm)} | {f(login) if login else "-"} '
             f'| {q(de_s - login, de_l) if login and de_s else "-"} '
             f'| {q(med.get(SSH_PEERS[4][0]), de_l)} | {cpu_ratio(r)} |')
+    fuse = [r for r in records if r['kind'] == 'cell' and r['scenario'] in SSHFS]
+    if fuse:
+        table_head(out, 'Summary: on an sshfs mount over loopback (ratio of medians)',
+                   ['tree', 'fs', 'rsync-de s', 'vs rm -rf (target)',
+                    'vs stock -a --delete (target)', 'vs find -delete', 'rm -rf s', 'stock s',
+                    'find s', 'rsync-de CPU s: own, sshfs + ssh, sshd + sftp-server'],
+                   'Issue 19\'s targets in brackets; **bold** marks a miss.')
+    for r in fuse:
+        med = medians(r)
+        de, rm = med.get(DE[0]), med.get('rm -rf')
+        st, fd = med.get('stock -a --delete'), med.get('find -delete')
+        lim = SSHFS_TARGET.get(r['scenario'])
+
+        def q(a, b, limit=None):
+            if not a or not b:
+                return '-'
+            s = f'{a / b:.2f}'
+            return s if limit is None else (f'**{s}**' if a / b > limit else s) + f' ({limit:.2f})'
+        p = r['peers'].get(DE[0]) or {}
+        link = p.get('link') or []
+        cpu = '-'
+        if p.get('cpu') and link:
+            cpu = (f'{median(p["cpu"]):.3f}, {median([x[0] for x in link]):.3f}, '
+                   f'{median([x[1] for x in link]):.3f}')
+        def f(x, n=None):
+            return f'{x:.3f}' if x else 'failed' if n is None or n in r['peers'] else '-'
+        sz = ' '.join(a for a in r['spec'] if not a.startswith('-'))
+        out(f'| {sz} | {r["fs"]} | {f(de, DE[0])} | {q(de, rm, lim)} '
+            f'| {q(de, st, lim if r["scenario"] == "sshfs" else None)} | {q(de, fd)} '
+            f'| {f(rm, "rm -rf")} | {f(st, "stock -a --delete")} | {f(fd, "find -delete")} '
+            f'| {cpu} |')
     dds = [r for r in records if r['kind'] == 'dd']
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
@@ -993,13 +1121,13 @@ def main():
         dd_peers = usable(POLITE_PEERS, False) + [(n, t) for n, t in dd_peers if n in dict(extra)]
 
     sshd = None
-    if 'ssh' in scenarios:
+    if any(s in scenarios for s in ('ssh',) + SSHFS):
         try:
             sshd = start_sshd()
             vals['ssh'], vals['sshmux'] = sshd.user_ssh, sshd.mux
         except (sshdlib.Unavailable, sshdlib.StartFailed) as e:
-            log(f'ssh scenario skipped: {e}')
-            scenarios.remove('ssh')
+            log(f'ssh and sshfs scenarios skipped: {e}')
+            scenarios = [s for s in scenarios if s not in ('ssh',) + SSHFS]
 
     jsonf = open(a.json, 'a') if a.json else None
     records = []
@@ -1043,8 +1171,23 @@ def main():
                         record(dict(now, kind='dd', dd_mib=dd_mib, rows=rec,
                                     throttle=thr.describe() if thr else None))
                         continue
-                    user = None
-                    if sc == 'sync':
+                    user = fuse = None
+                    if sc in SSHFS:
+                        peers = [(n, t) for n, t in delete_peers
+                                 if n in SSHFS_PEERS or n in dict(extra)]
+                        # The server's view: the login user's tree.  empty/
+                        # is the user's too, so that stock's -a has no
+                        # owner to change on T/ (sftp-server, running as
+                        # the user, cannot chown: exit 23).
+                        user = sshd.as_user
+                        os.chown(work, sshd.pw.pw_uid, sshd.pw.pw_gid)
+                        os.chown(empty, sshd.pw.pw_uid, sshd.pw.pw_gid)
+                        try:
+                            fuse = Sshfs(sshd, work, os.path.join(m.path, 'mnt'))
+                        except sshdlib.Unavailable as e:
+                            log(f'{sc} skipped: {e}')
+                            continue
+                    elif sc == 'sync':
                         peers = usable(SYNC_PEERS, False)
                     elif sc == 'ssh':
                         # --peer adds to these too: {ssh} and {sshmux}
@@ -1056,10 +1199,15 @@ def main():
                         peers = delete_peers
                     try:
                         cell = run_cell(m, sc, spec, cache, peers, vals, a.runs, user,
-                                        remote_cpu=sshd.cpu if sc == 'ssh' else None)
+                                        remote_cpu=sshd.cpu if sc in ('ssh',) + SSHFS
+                                        else None, sshfs=fuse)
                     finally:
-                        if sc == 'ssh':
+                        if sc in ('ssh',) + SSHFS:
                             os.chown(work, 0, 0)
+                            os.chown(empty, 0, 0)
+                        if fuse:
+                            fuse.umount()
+                            fuse.cpu.close()
                     names = [n for n, _ in peers]
                     if sc == 'ssh':
                         print_cell(out, title, names, cell,
@@ -1072,7 +1220,8 @@ def main():
                         now['remote_cpu'] = bool(sshd.cpu.path)
                     record(dict(now, kind='cell', peers={
                         n: {'times': cell.times[n], 'rss_kib': cell.rss[n],
-                            'cpu': cell.cpu[n], 'failed': cell.failed.get(n)}
+                            'cpu': cell.cpu[n], 'link': cell.link[n],
+                            'failed': cell.failed.get(n)}
                         for n in names}))
         finally:
             m.close()

@@ -24,7 +24,7 @@ pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
 	openssh-sftp-server"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
-	openssh-server openssh-client"
+	openssh-server openssh-client sshfs fuse3 openssh-sftp-server"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
 # make check-fresh builds a minimal Debian root to run the README in.
