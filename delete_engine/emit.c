@@ -186,17 +186,19 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 {
 	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
 
-	if (!wanted(ctx, e->res)) {
+	/* Counted even when no memory is left to build its path for the
+	 * report: a failure must still fail the run. */
+	if (!wanted(ctx, e->res) || dlen < 0) {
 		count(ctx, e->res, e->type);
 		return;
 	}
-	if (dlen < 0)
-		return;
 	if (pos + e->len + 1 > ctx->pcap) {
 		char *p = realloc(ctx->pbuf, (pos + e->len + 1) * 2);
 
-		if (!p)
+		if (!p) {
+			count(ctx, e->res, e->type);
 			return;
+		}
 		ctx->pbuf = p;
 		ctx->pcap = (pos + e->len + 1) * 2;
 	}
@@ -209,12 +211,10 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 
 static void report_self(de_ctx *ctx, struct de__node *c)
 {
-	if (!wanted(ctx, c->res)) {
-		count(ctx, c->res, DE_T_DIR);
+	if (!wanted(ctx, c->res) || dir_path(ctx, c, 0) < 0) {
+		count(ctx, c->res, DE_T_DIR);	/* as in report_ent() */
 		return;
 	}
-	if (dir_path(ctx, c, 0) < 0)
-		return;
 	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
 }
 
