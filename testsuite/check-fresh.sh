@@ -35,7 +35,9 @@
 #
 # Logs go to build/fresh/*.log; the tail of a failing step is printed.
 # FRESH_SUITE picks the release (default bookworm, Debian 12);
-# FRESH_KEEP_BASE=0 forces a new base tarball.
+# FRESH_KEEP_BASE=0 forces a new base tarball.  --base-only builds (or
+# finds) the cached base and stops: .ci/run does that while make check
+# runs, as it is mostly download and unpacking.
 
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,6 +142,8 @@ if [ ! -s "$base" ]; then
 	fi
 	mv -f "$dir/$suite-apt.part.tar" "$base"
 fi
+
+[ "${1:-}" != --base-only ] || { say "base root: $base"; exit 0; }
 
 # --- A fresh copy of it, with a clean clone of HEAD ------------------------
 mkdir "$root"
