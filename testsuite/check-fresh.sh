@@ -40,6 +40,7 @@
 # runs, as it is mostly download and unpacking.
 
 set -eu
+mode=${1:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 suite=${FRESH_SUITE:-bookworm}
 dir=$top/build/fresh
@@ -81,6 +82,10 @@ cleanup() {
 	# A second signal must not cut the clean-up short: ignore them all.
 	trap '' INT TERM HUP
 	trap - EXIT
+	# unshare ignores SIGINT and SIGTERM while its child runs; killed, it
+	# takes the namespace's init, and so everything in it, along
+	# (--kill-child).
+	[ -z "${enter_pid:-}" ] || kill -KILL "$enter_pid" 2>/dev/null || :
 	[ -d "$root" ] || exit $rc
 	# Whatever the tests left running (daemons, sshd) inside the root.
 	for sig in TERM KILL; do
@@ -143,7 +148,7 @@ if [ ! -s "$base" ]; then
 	mv -f "$dir/$suite-apt.part.tar" "$base"
 fi
 
-[ "${1:-}" != --base-only ] || { say "base root: $base"; exit 0; }
+[ "$mode" != --base-only ] || { say "base root: $base"; exit 0; }
 
 # --- A fresh copy of it, with a clean clone of HEAD ------------------------
 mkdir "$root"
@@ -186,7 +191,11 @@ enter() {
 		rmdir /.oldroot
 		exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1"
+			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1" &
+	# Waited for in the background, so that a signal runs the clean-up at
+	# once instead of when the command ends.
+	enter_pid=$!
+	wait "$enter_pid" && enter_pid= || { erc=$?; enter_pid=; return $erc; }
 }
 
 # The commands, as the README gives them: the indented lines of its
