@@ -225,8 +225,8 @@ int de__want_split(de_ctx *ctx, long fstype)
  */
 unsigned de__threads_for(de_ctx *ctx, long fstype)
 {
-	/* sshfs over loopback, 20 x 500: 32 workers took 0.47 of rm -rf's
-	 * time, 8 took 0.56, 2 took 0.86 (docs/BENCHMARKS.md, "sshfs"). */
+	/* The best of 2, 8, 16 and 32 on sshfs (docs/BENCHMARKS.md,
+	 * "sshfs"). */
 	if (de__latency_bound(fstype))
 		return DE__LAT_THREADS;
 	return ctx->nthreads;
