@@ -83,31 +83,5 @@ out:
 
 int main(void)
 {
-	int ret = T_FAIL, dfd, st;
-	pid_t pid;
-
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
-	if (geteuid() != 0) {
-		ret = run();
-		goto out;
-	}
-	if (chown(t_base, 65534, 65534)) {
-		ret = T_SKIP;
-		goto out;
-	}
-	pid = fork();
-	if (pid == 0) {
-		if (setgid(65534) || setuid(65534))
-			_exit(T_SKIP);
-		_exit(run());
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		goto out;
-	ret = WEXITSTATUS(st);
-out:
-	close(dfd);
-	t_cleanup();
-	return ret;
+	return t_as_nobody(run);
 }

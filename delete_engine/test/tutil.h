@@ -61,6 +61,43 @@ static __attribute__((unused)) void t_cleanup(void)
 }
 
 /*
+ * Make the temp dir and run fn there as nobody (uid and gid 65534, in a
+ * child, with the dir handed to nobody) when root, else as ourselves, so
+ * that permission checks apply; then remove the dir.  Returns fn's
+ * T_PASS/T_FAIL, or T_SKIP when nobody cannot be had.
+ */
+static __attribute__((unused)) int t_as_nobody(int (*fn)(void))
+{
+	int ret = T_FAIL, dfd, st;
+	pid_t pid;
+
+	dfd = t_mktemp();
+	if (dfd < 0)
+		return T_FAIL;
+	if (geteuid() != 0) {
+		ret = fn();
+		goto out;
+	}
+	if (chown(t_base, 65534, 65534)) {
+		ret = T_SKIP;
+		goto out;
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(T_SKIP);
+		_exit(fn());
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		goto out;
+	ret = WEXITSTATUS(st);
+out:
+	close(dfd);
+	t_cleanup();
+	return ret;
+}
+
+/*
  * As root, make a loop image of the given size (truncate's syntax) in the
  * temp dir, format it with mkfs (a command that takes the image's path
  * last, e.g. "mkfs.ext4 -q") and mount it on <temp>/mnt.  Returns an
