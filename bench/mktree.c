@@ -20,7 +20,10 @@
  *             the full tree: the source of the sync-delete scenario)
  *   -t SECS   set every file's and directory's mtime to SECS (so that two
  *             trees made apart compare equal under rsync -a)
- *   -r SEED   seed for rflat names (default 1)
+ *   -r SEED   seed for rflat names and -s (default 1)
+ *   -s        create the files in a shuffled order across all directories
+ *             (and names), so that inode numbers are scattered against
+ *             names and directories, as in a tree that grew over time
  *
  * DIR must not exist.  Exit 0, 1 on error, 2 on usage.
  */
@@ -42,6 +45,7 @@
 
 static long opt_size, opt_chunk, opt_stride = 1;
 static long long opt_mtime = -1;
+static int opt_shuffle;
 static uint64_t opt_seed = 1;
 static char *databuf;
 
@@ -49,6 +53,7 @@ struct job {
 	const int *fds;		/* directories to fill */
 	long from, to;		/* index range over (dir, file) pairs */
 	long files;		/* files per directory */
+	long total;		/* files in all (for -s) */
 	int rnd;		/* random names */
 	long round;		/* -c: which chunk to write, or -1 */
 	int err;
@@ -107,14 +112,43 @@ static int write_data(int fd, long round)
 	return 0;
 }
 
+/*
+ * -s: a bijection on [0, total): a 4-round Feistel network on the next
+ * power of two (keys from the seed), walked until it lands inside.
+ */
+static long shuffle(long k, long total)
+{
+	unsigned bits = 2, half, r;
+	uint64_t x = (uint64_t)k, mask, l, rt;
+
+	while ((1UL << bits) < (unsigned long)total)
+		bits += 2;
+	half = bits / 2;
+	mask = (1ULL << half) - 1;
+	do {
+		l = x >> half;
+		rt = x & mask;
+		for (r = 0; r < 4; r++) {
+			uint64_t t = l ^ (mix(rt ^ (opt_seed << 8) ^ r) & mask);
+
+			l = rt;
+			rt = t;
+		}
+		x = (l << half) | rt;
+	} while (x >= (uint64_t)total);
+	return (long)x;
+}
+
 static void *fill(void *arg)
 {
 	struct job *j = arg;
 	char name[64];
 	long k;
 
-	for (k = j->from; k < j->to; k++) {
+	for (long n = j->from; n < j->to; n++) {
 		int fd, flags = O_WRONLY | O_CLOEXEC;
+
+		k = opt_shuffle ? shuffle(n, j->total) : n;
 
 		if (k % j->files % opt_stride)
 			continue;
@@ -155,6 +189,7 @@ static int fill_all(const int *fds, long ndirs, long files, int rnd,
 	for (i = 0; i < nthreads; i++) {
 		j[i].fds = fds;
 		j[i].files = files ? files : 1;
+		j[i].total = total;
 		j[i].from = total * i / nthreads;
 		j[i].to = total * (i + 1) / nthreads;
 		j[i].rnd = rnd;
@@ -180,7 +215,7 @@ static int fill_all(const int *fds, long ndirs, long files, int rnd,
 static void usage(void)
 {
 	fprintf(stderr, "usage: mktree [-j N] [-z SIZE [-c CHUNK]] [-S K] "
-		"[-t SECS] [-r SEED]\n"
+		"[-t SECS] [-r SEED] [-s]\n"
 		"              flat N DIR | rflat N DIR | wide D F DIR | "
 		"deep L F DIR\n");
 	exit(2);
@@ -210,7 +245,7 @@ int main(int argc, char **argv)
 	char name[32];
 
 	nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	while ((o = getopt(argc, argv, "j:z:c:S:t:r:")) != -1) {
+	while ((o = getopt(argc, argv, "j:z:c:S:t:r:s")) != -1) {
 		switch (o) {
 		case 'j': nthreads = atoi(optarg); break;
 		case 'z': opt_size = parse_size(optarg); break;
@@ -218,6 +253,7 @@ int main(int argc, char **argv)
 		case 'S': opt_stride = atol(optarg); break;
 		case 't': opt_mtime = atoll(optarg); break;
 		case 'r': opt_seed = strtoull(optarg, NULL, 10); break;
+		case 's': opt_shuffle = 1; break;
 		default: usage();
 		}
 	}
