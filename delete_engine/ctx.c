@@ -71,6 +71,7 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 		ctx->cfg.max_delete = -1;
 	if (!ctx->cfg.progress_ms)
 		ctx->cfg.progress_ms = 1000;
+	ctx->shed_fd = de__shed_fd;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu < 1)
 		ncpu = 1;
@@ -129,7 +130,7 @@ static void shed_workers(de_ctx *ctx)
  * Start the workers on first use (so a context made before fork() and
  * never used costs no threads).  When one cannot be started, fewer
  * (shed_workers()), down to none, where the calling thread does all the
- * work (emit.c sleep_locked()).  Returns 0 or a negative errno.
+ * work (run.c sleep_locked()).  Returns 0 or a negative errno.
  */
 int de__ctx_start(de_ctx *ctx)
 {
@@ -160,6 +161,19 @@ int de__ctx_start(de_ctx *ctx)
 	 * they grow, de__open_dir() copes with EMFILE. */
 	ctx->fd_budget = de__fd_budget();
 	return 0;
+}
+
+/* See delete_engine_test.h. */
+int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
+		    de_fault_fn fn, void *arg)
+{
+	int rc = de_ctx_new(out, cfg);
+
+	if (rc == 0) {
+		(*out)->fault = fn;
+		(*out)->fault_arg = arg;
+	}
+	return rc;
 }
 
 /*
@@ -231,9 +245,8 @@ const char *de_op_name(enum de_op op)
 	case DE_OP_UNLINK: return "unlink";
 	case DE_OP_RMDIR: return "rmdir";
 	case DE_OP_CHMOD: return "chmod";
-	case DE_OP_THREAD: return "thread";
 	}
-	return "?";
+	return (int)op == DE_OP_THREAD ? "thread" : "?";
 }
 
 const char *de_result_name(enum de_result r)

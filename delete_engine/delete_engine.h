@@ -7,8 +7,8 @@
  *
  * Threading: a de_ctx owns a pool of worker threads.  All callbacks in
  * struct de_hooks run on the thread that called de_remove(), never on a
- * worker, with the single exception of the pure comparator (compare) and
- * the test-only fault hook in struct de_config, which may run on workers.
+ * worker, with the single exception of the pure comparator (compare),
+ * which may run on workers (and the fault hook of delete_engine_test.h).
  * One de_remove() at a time per context.  Two contexts may coexist.
  *
  * fork(): worker threads are started lazily by the first de_remove() and
@@ -46,30 +46,15 @@ enum de_type {
 					 * (rsync's rule; an unreadable one
 					 * stays an error) */
 #define DE_F_ORDERED		0x0008u	/* reports in canonical order */
-#define DE_F_NO_INODE_SORT	0x0010u	/* never unlink in inode order */
-#define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */
 #define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
-#define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
-#define DE_F_SPLIT		0x0100u	/* always split huge dirs (measuring) */
-#define DE_F_NO_ADAPT		0x0200u	/* every worker unlinks, even in a
-					 * narrow tree (measuring; README) */
-#define DE_F_ADAPT		0x0400u	/* one unlinker unless the tree is
-					 * wide, on any fs (measuring) */
+/* 0x0010-0x0020 and 0x0080-0x0400: measuring overrides, in
+ * delete_engine_test.h. */
 
 struct de_config {
 	unsigned threads;	/* 0: online CPUs (sysconf) */
 	unsigned flags;		/* DE_F_* */
 	long long max_delete;	/* < 0: unlimited */
 	unsigned progress_ms;	/* 0: 1000 */
-	/*
-	 * Test-only fault injection.  Called (possibly on a worker thread,
-	 * so it must be thread-safe) before each syscall the engine makes on
-	 * an entry; a non-zero return is a positive errno that the engine
-	 * treats as the result of that syscall, which is then not made.
-	 * name is the entry name (no directory part).  NULL in production.
-	 */
-	int (*fault)(void *arg, int op, const char *name);
-	void *fault_arg;
 	/*
 	 * Politeness: at most this many removals (unlinks, rmdirs and
 	 * entries the dispose hook takes) per second over all workers,
@@ -88,7 +73,7 @@ struct de_config {
 	unsigned rate_burst;
 };
 
-/* The operation that failed (de_report.op, fault hook op). */
+/* The operation that failed (de_report.op). */
 enum de_op {
 	DE_OP_NONE = 0,
 	DE_OP_OPEN,
@@ -96,9 +81,7 @@ enum de_op {
 	DE_OP_STAT,
 	DE_OP_UNLINK,
 	DE_OP_RMDIR,
-	DE_OP_CHMOD,
-	DE_OP_THREAD		/* fault hook only (name ""): starting a
-				 * worker; the engine then runs with fewer */
+	DE_OP_CHMOD
 };
 
 enum de_result {
@@ -223,9 +206,24 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg);
 void de_ctx_free(de_ctx *ctx);
 
 /*
+ * What one de_remove() call may do differently from its context's
+ * de_config, so that a caller that needs both ordered and unordered
+ * reports, or a limit per call, holds one context (and one pool).
+ */
+struct de_opts {
+	unsigned flags;		/* DE_F_ORDERED, DE_F_DRY_RUN: added to the
+				 * context's flags for this call (others
+				 * are ignored) */
+	long long max_delete;	/* >= 0: this call's limit (de_limit_take()
+				 * counts against it); < 0: the context's
+				 * de_config.max_delete */
+};
+
+/*
  * Remove the n targets directly inside dirfd, each recursively (a
  * directory's contents first, the directory itself last).  dirfd itself is
- * never removed, and stays owned by the caller.  hooks and sum may be NULL.
+ * never removed, and stays owned by the caller.  hooks, opts and sum may be
+ * NULL.
  * Returns 0 when nothing failed (entries kept on purpose, by the hook or as
  * mount points, are not failures); -EIO when some entry failed (details
  * went to the report hook and sum); -EDQUOT when max_delete left entries
@@ -234,7 +232,8 @@ void de_ctx_free(de_ctx *ctx);
  * when used in a child after fork()).  Reports already delivered stand.
  */
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
-	      size_t n, const struct de_hooks *hooks, struct de_summary *sum);
+	      size_t n, const struct de_hooks *hooks,
+	      const struct de_opts *opts, struct de_summary *sum);
 
 /*
  * For a caller that hands one huge directory's targets to de_remove() in
@@ -258,6 +257,11 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
  * max_delete it does nothing.
  */
 int de_limit_take(de_ctx *ctx, unsigned long long n);
+
+/* The de_type of a stat mode, and of a dirent's d_type (DT_*);
+ * DE_T_UNKNOWN when it says none of them. */
+enum de_type de_type_of_mode(mode_t mode);
+enum de_type de_type_of_dtype(unsigned char d_type);
 
 /* A static English message for a negative (or positive) errno. */
 const char *de_strerror(int err);

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "delete_engine.h"
+#include "delete_engine_test.h"
 
 #define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
 #define DE__LAT_THREADS	32u		/* workers on a latency-bound file
@@ -62,7 +62,7 @@ void de__pool_submit(struct de__pool *p, struct de__work *w, int front);
 int de__pool_cancel(struct de__pool *p, struct de__work *w);
 void de__pool_limit(struct de__pool *p, unsigned n);
 
-/* ---- dirread.c -------------------------------------------------------- */
+/* ---- sys.c -------------------------------------------------------- */
 
 struct de__st {
 	dev_t dev;
@@ -82,13 +82,10 @@ int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st);
 int de__open_dir(de_ctx *ctx, int dfd, const char *name);
 int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
 int de__fd_budget(void);
-int de__shed_fd(de_ctx *ctx);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
-int de__unlinkat_paced(de_ctx *ctx, int dfd, const char *name, int flags);
-enum de_type de__mode_type(mode_t m);
 long de__fs_type(int fd);
 
-/* ---- walk.c: the tree of directories in progress ----------------------- */
+/* ---- tree.c: the tree of directories in progress ----------------------- */
 
 enum { NS_NEW, NS_QUEUED, NS_RUNNING, NS_SCANNED, NS_P2, NS_FILES,
        NS_FINAL };
@@ -139,7 +136,7 @@ struct de__node {
 				 * phase-2 slot (tree lock) */
 	int rpinned;		/* on the ready queue with its fd pinned */
 	int early;		/* children made and scheduled by the thread
-				 * that scanned n (walk.c run_phase2), so
+				 * that scanned n (tree.c run_phase2), so
 				 * phase 2 must not make them again */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
@@ -153,7 +150,7 @@ struct de__node {
 	int err;
 	/* Depth below the root (0 for the root) and the length of the path
 	 * relative to dirfd, fixed at creation: the emitter builds report
-	 * paths from the previous one (emit.c dir_path). */
+	 * paths from the previous one (run.c dir_path). */
 	size_t depth, pathlen;
 	size_t namelen;
 	char name[];
@@ -173,6 +170,8 @@ struct de__chunk {
 
 struct de_ctx {
 	struct de_config cfg;
+	de_fault_fn fault;		/* delete_engine_test.h; NULL */
+	void *fault_arg;
 	struct de__pool pool;
 	int pool_ready;
 	pid_t pid;
@@ -182,6 +181,7 @@ struct de_ctx {
 	int fd_budget;
 
 	/* Per de_remove() state; tree lock protects everything below. */
+	unsigned flags;			/* cfg.flags and de_opts.flags */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* the calling thread waits here */
 	int waiting;
@@ -207,7 +207,7 @@ struct de_ctx {
 	int split_min;			/* split a directory's unlinks from */
 	int split_idle_min;		/* ... or from this with nothing queued */
 	/*
-	 * Phase-2 admission (walk.c de__run_phase2): p2_active workers are
+	 * Phase-2 admission (tree.c de__run_phase2): p2_active workers are
 	 * unlinking; another may join only while at least p2_gate directory
 	 * tasks are queued (0: always).  Scanned nodes that may not join
 	 * wait on the ready queue (FIFO) for a worker already in phase 2.
@@ -229,7 +229,7 @@ struct de_ctx {
 	size_t pcap;
 	/* pbuf starts with this node's path (pbuf_node->pathlen bytes),
 	 * or nothing is known when NULL.  Only the emitter frees nodes, and
-	 * it moves pbuf_node to the parent first (emit.c free_node). */
+	 * it moves pbuf_node to the parent first (run.c free_node). */
 	const struct de__node *pbuf_node;
 
 	/* pace.c: the rate limit (pace_mu guards the pace_*_ns and
@@ -246,13 +246,22 @@ struct de_ctx {
 	 * not stall meanwhile. */
 	uint64_t unlinked;
 	pthread_t caller;			/* the thread in de_remove() */
-	unsigned caller_ticks;			/* its removals (emit.c) */
+	unsigned caller_ticks;			/* its removals (tree.c) */
+	/*
+	 * Calls down only: the layers below reach the ones above through
+	 * these, set once (ctx.c, run.c).  shed_fd closes a held, unpinned
+	 * fd (tree.c de__shed_fd; sys.c under EMFILE); tick lets the run
+	 * deliver progress from the calling thread while it makes removals
+	 * itself (tree.c de__remove_at, every 64th).
+	 */
+	int (*shed_fd)(de_ctx *ctx);
+	void (*tick)(de_ctx *ctx);
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
 {
-	if (ctx->cfg.fault)
-		return ctx->cfg.fault(ctx->cfg.fault_arg, op, name);
+	if (ctx->fault)
+		return ctx->fault(ctx->fault_arg, op, name);
 	return 0;
 }
 
@@ -265,15 +274,13 @@ static inline int de__cancelled(de_ctx *ctx)
 }
 int de__ctx_start(de_ctx *ctx);
 
-/* emit.c */
-void de__caller_tick(de_ctx *ctx);
 
 /* pace.c */
 void de__pace_init(de_ctx *ctx);
 void de__pace_destroy(de_ctx *ctx);
 void de__pace(de_ctx *ctx);
 
-/* walk.c */
+/* tree.c */
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 			      const char *name, size_t len, uint64_t ino);
 void de__node_free(de_ctx *ctx, struct de__node *n);
@@ -289,16 +296,23 @@ void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
 void de__task(struct de__work *w, void *buf);
 void de__p2task(struct de__work *w, void *buf);
 void de__signal(de_ctx *ctx);
+int de__shed_fd(de_ctx *ctx);
+int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
+		  int pace);
+int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
+		   struct de__ent *e, int pace);
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int keep_ppin,
+		   int *ppinned, int *op, int *err);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
 
 /*
- * The result of removing an entry from rc, de__unlinkat()'s value, or the
+ * The result of removing an entry from rc, de__remove_at()'s value, or the
  * negative errno of reaching the directory that holds it: DE_R_REMOVED,
  * DE_R_VANISHED (ENOENT: someone else removed the entry, or the directory
  * that held it, after it was listed; stock rsync, which goes by path,
  * sees the same) or DE_R_FAILED with *err set.  Inline: it runs once per
- * unlinked file (walk.c unlink_range).
+ * unlinked file (tree.c unlink_range).
  */
 static inline int de__rm_result(int rc, int *err)
 {

@@ -79,7 +79,7 @@ static int cmp_ino(const void *a, const void *b, void *arg)
  * Nor on CIFS with noserverino (the client numbers readdir and stat
  * apart) or overlayfs without xino (the layer's d_ino).  NFS, 9p, Lustre
  * and CephFS list the numbers stat gives, and keep the d_ino check, which
- * also tells a same-device bind mount (walk.c de__scan).  So does the
+ * also tells a same-device bind mount (tree.c de__scan).  So does the
  * portable build, which knows no f_type (0): there the check is the only
  * catch of such a mount, and sshfs directories are refused instead.
  */
@@ -233,45 +233,20 @@ unsigned de__threads_for(de_ctx *ctx, long fstype)
 }
 
 /*
- * Phase-2 admission gate (walk.c run_phase2): how many directory tasks
+ * Phase-2 admission gate (tree.c run_phase2): how many directory tasks
  * must be queued before a second thread may unlink at the same time as
  * another; below that, extra workers only read directories ahead.
  * 0: no gate (every worker unlinks whatever it scanned).
  *
- * MEASURED (2 CPUs shared with other jobs, load average 7-15, so noisy;
- * tools/mktree deep 2000 50 = 2000 levels of 50 files, "warm": sync but
- * no drop_caches; ratio to rm -rf, median of 3-5 alternating runs, same
- * run; g0 = no gate, g2 = gate of 2, j1 = one worker):
- *
- *   xfs   deep warm  g0 1.28  j1 0.71  g2 0.65   cold g0 0.83 j1 0.90 g2 0.71
- *   btrfs deep warm  g0 0.99  j1 1.50  g2 0.71   cold g0 0.88 j1 1.36 g2 0.86
- *   ext4  deep warm  g0 0.85  j1 1.29  g2 0.74   cold g0 0.75 j1 1.16 g2 0.48
- *   tmpfs deep warm  g0 0.74  j1 1.16  g2 0.92
- *
- * (On an idle machine the xfs case was de-rm 1.38 s with two unlinking
- * workers, 0.81 s with one, rm -rf 0.86 s.)  Two workers unlinking in a
- * narrow tree (a parent and its child) make xfs slower than one: perf
- * shows unlinkat waiting in destroy_inode -> __flush_work (xfs throttles
- * a CPU whose inodegc backlog passes 256 inodes until its per-CPU
- * kworker has inactivated them) and on the AGI buffer lock in
- * xfs_iunlink, which the inactivation also takes; with two unlinkers both
- * CPUs queue inode GC and the kworkers and unlinkers contend.  btrfs and
- * ext4 also do part of each unlink in kernel threads (delayed items,
- * jbd2), so there too the second CPU is better left to them plus a
- * read-ahead worker.  tmpfs has no such work, and two unlinkers pay.
- * Wide trees (hundreds of queued directories) pass the gate and keep all
- * workers unlinking: xfs wide 300x1000 warm 0.89 with two vs 1.72 with
- * one.
- *
- * Except on btrfs, where two unlinkers in different directories of one
- * subvolume are twice as slow as one (they contend for the same b-tree):
- * idle machine, 2026-11-30, tools/ratio.sh -r 3 -f btrfs, 300x1000, ratio
- * to rm -rf: two unlinkers cold 1.85, warm 2.20; one unlinker and a
- * reader (this gate) cold 0.97, warm 1.01.  100x1000 warm, single runs:
- * two 2.69-3.00 s, -j1 1.25-1.39 s, this gate 1.21-1.25 s, rm -rf
- * 1.22-1.35 s.  So btrfs keeps one unlinker, wide or not: the calling
- * thread, in canonical order (de__want_serial), which is why no branch
- * here names btrfs.
+ * Why 2: in a narrow tree (a parent and its child) a second unlinker makes
+ * xfs, btrfs and ext4 slower than one, as part of each unlink runs in
+ * kernel threads (xfs inode GC, btrfs delayed items, jbd2) that the
+ * second CPU is better left to, beside one worker reading ahead.  Wide
+ * trees pass the gate and keep every worker unlinking.  tmpfs has no such
+ * kernel work, and on a latency-bound file system the work is a server's:
+ * no gate there.  btrfs keeps one unlinker even in wide trees, through
+ * de__want_serial.  Measurements: docs/BENCHMARKS.md, "Engine
+ * heuristics".
  */
 unsigned de__p2_gate(de_ctx *ctx, long fstype)
 {
@@ -287,35 +262,16 @@ unsigned de__p2_gate(de_ctx *ctx, long fstype)
 
 /*
  * Whether a run removes on the calling thread in canonical order, the
- * workers only reading ahead (emit.c, as for a dry run): 1 on btrfs, where
- * one unlinker is all that pays (see de__p2_gate) and the order of that
- * one unlinker matters.  btrfs queues the removal of a directory entry as a
- * delayed item of the directory's inode; past 128 queued items every
- * unlink hands a batch to the btrfs-delayed-meta workers, which write
- * them into the b-tree, contending with the unlinker for the root node's
- * lock.  Items of a directory that is removed soon after are dropped with
- * its inode instead, unwritten.  The parallel schedule empties a
- * directory as soon as it is read, long before its own rmdir on a deep
- * chain, so the items pile up; the canonical walk empties each directory
- * just before removing it (post-order), as rm -rf happens to on btrfs,
- * where getdents lists the subdirectory of a bench/mktree level before its
- * files.  Deep 2000x50 warm, one unlinker and a reader: 4,400 work items
- * queued to btrfs-delayed-meta (perf, workqueue:workqueue_queue_work)
- * against 214 in post-order and 260 for rm -rf; 3,700 context switches,
- * mostly waits in btrfs_tree_lock, against 200-400.  Idle machine,
- * 2026-11-30, seconds for parallel | canonical | rm -rf, 2 runs each:
- *
- *   deep 2000x50  warm 1.47 1.42 | 1.14 1.08 | 1.17 1.17
- *                 cold 1.85 1.75 | 1.58 1.59 | 1.74 1.72
- *   wide 300x1000 warm 3.78 3.73 | 3.25 3.59 | 3.72 3.97
- *                 cold 4.75 4.77 | 4.69 4.87 | 4.90 4.77
- *   flat 200000   warm 2.94 2.83 | 2.67 2.63 | 2.77 2.93
- *                 cold 3.98 3.86 | 4.04 3.75 | 3.74 3.67
- *
- * Not elsewhere: ext4 deep warm 0.47 s parallel against 0.60-0.65 s
- * canonical (rm -rf 0.71-0.74), as two CPUs share that work; xfs deep cold
- * 1.11/1.20 against 1.32/1.23.  DE_F_NO_ADAPT and DE_F_ADAPT (measuring
- * the parallel schedule) turn it off.
+ * workers only reading ahead (run.c, as for a dry run): 1 on btrfs, where
+ * one unlinker is all that pays (see de__p2_gate) and its order matters.
+ * btrfs queues each removed directory entry as a delayed item of the
+ * directory's inode and hands batches of them to its delayed-meta
+ * workers, which contend with the unlinker for the b-tree's root lock;
+ * items of a directory removed soon after are dropped unwritten.  The
+ * parallel schedule empties a directory long before its rmdir, so items
+ * pile up; the canonical walk empties each one just before (post-order).
+ * Measurements: docs/BENCHMARKS.md, "Engine heuristics".  DE_F_NO_ADAPT
+ * and DE_F_ADAPT (measuring the parallel schedule) turn it off.
  */
 int de__want_serial(de_ctx *ctx, long fstype)
 {
@@ -326,17 +282,11 @@ int de__want_serial(de_ctx *ctx, long fstype)
 
 /*
  * Whether a reader that is a full ready queue ahead of the unlinker on a
- * narrow tree (walk.c run_phase2) unlinks the directory it just read
- * itself rather than wait: 1 on ext4 only.  With the read-ahead along
- * chains, the reader spends about a tenth of the run reading (perf sched
- * timehist, ext4 deep 2000x50: it reads 32 directories in ~0.8 ms, then
- * waits ~8 ms for the unlinker), so one unlinker bounds the run near
- * rm -rf's own time.  de-rm deep 2000x50, median of 4 alternating runs,
- * ms (rm -rf): ext4 warm 764 without, 608 with (873); cold 806 vs 768
- * (870).  Not on xfs (a second unlinker there is what the gate is for;
- * see de__p2_gate) nor btrfs (not measured with it).  Under a CPU-bound
- * load (two busy loops, tools at nice -15) the runs varied 0.6-1.6 s
- * and did not separate the two.
+ * narrow tree (tree.c run_phase2) unlinks the directory it just read
+ * itself rather than wait: 1 on ext4 only, where the reader otherwise
+ * spends most of the run waiting for the one unlinker.  Not on xfs (a
+ * second unlinker there is what the gate is for) nor btrfs (serial).
+ * Measurements: docs/BENCHMARKS.md, "Engine heuristics".
  */
 int de__p2_help(de_ctx *ctx, long fstype)
 {

@@ -20,11 +20,8 @@
  * block (bitmaps, group descriptor, inode table and directory blocks)
  * that the removals since the previous commit touched, so removals spread
  * evenly over the writer's many commits journal the same blocks again
- * and again, and bunched into one commit a second, once.  Measured with
- * bench/run.py --polite (docs/BENCHMARKS.md, "polite"): 4,000 files of
- * 1 MiB next to a throttled dd writer at 41 MB/s alone; 2,000 a second
- * evenly spaced left it 8 MB/s while they ran, 500 a second in one burst
- * a second 40 MB/s.
+ * and again, and bunched into one commit a second, once (measured:
+ * docs/BENCHMARKS.md, "Polite deletion").
  *
  * Lock rules: pace_mu protects pace_next_ns, pace_burst_ns and
  * pace_burst_left only; nothing else is taken while it is held, and

@@ -1,5 +1,5 @@
 /*
- * emit.c - de_remove(): the calling thread's side.
+ * run.c - de_remove(): the calling thread's side.
  *
  * The calling thread sets up the root (the caller's dirfd and its
  * targets), then sleeps on ctx->cv and delivers reports, progress and
@@ -139,21 +139,11 @@ static void maybe_progress(de_ctx *ctx, int force)
 	}
 }
 
-/*
- * Called after every removal.  The calling thread sometimes runs a
- * directory's task itself (need_scanned(), deferred scans); the progress
- * hook, which is how the caller sends keep-alives, must not wait until a
- * huge or rate-limited directory is done (seen: a 7 s paced delete made
- * no progress call until its end, and a remote --timeout=2 run died).
- * Workers return at once.  No lock is held here.
- */
-void de__caller_tick(de_ctx *ctx)
+/* ctx->tick: progress from the calling thread while it removes (tree.c
+ * de__remove_at).  No lock is held here. */
+static void caller_tick(de_ctx *ctx)
 {
-	/* Only the calling thread touches caller_ticks; it reads the
-	 * clock once per 64 of its removals, not per file. */
-	if (pthread_equal(pthread_self(), ctx->caller) &&
-	    (++ctx->caller_ticks & 63) == 0)
-		maybe_progress(ctx, 0);
+	maybe_progress(ctx, 0);
 }
 
 /* Deliver one report; path is in ctx->pbuf. */
@@ -170,7 +160,7 @@ static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
 		r.result = (enum de_result)res;
 		r.op = (enum de_op)op;
 		r.err = err;
-		r.dry_run = !!(ctx->cfg.flags & DE_F_DRY_RUN);
+		r.dry_run = !!(ctx->flags & DE_F_DRY_RUN);
 		ctx->hooks->report(ctx->hooks->arg, &r);
 	}
 }
@@ -374,7 +364,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		ctx->limit_hit = 1;
 		return;
 	}
-	if (ctx->cfg.flags & DE_F_DRY_RUN && !ctx->hooks->dispose) {
+	if (ctx->flags & DE_F_DRY_RUN && !ctx->hooks->dispose) {
 		e->res = DE_R_REMOVED;
 		limit_take(ctx);
 		return;
@@ -392,7 +382,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 			 * place of the unlink, so it waits for the unlink's
 			 * slot of de_config.rate; a dry run, which unlinks
 			 * nothing, is not paced. */
-			if (!(ctx->cfg.flags & DE_F_DRY_RUN)) {
+			if (!(ctx->flags & DE_F_DRY_RUN)) {
 				de__pace(ctx);
 				paced = 1;
 			}
@@ -410,28 +400,32 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 			}
 			return;
 		}
-		if (ctx->cfg.flags & DE_F_DRY_RUN) {
+		if (ctx->flags & DE_F_DRY_RUN) {
 			de__node_unpin(ctx, n);
 			e->res = DE_R_REMOVED;
 			limit_take(ctx);
 			return;
 		}
-		rc = paced ? de__unlinkat_paced(ctx, fd, de__ent_name(n, e), 0) :
-			     de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
+		rc = de__unlink_ent(ctx, n, fd, e, !paced);
 		de__node_unpin(ctx, n);
-		e->op = DE_OP_UNLINK;
+		if (e->res == DE_R_REMOVED)
+			limit_take(ctx);
+		if (rc) {
+			pthread_mutex_lock(&ctx->mu);
+			n->kept = 1;
+			pthread_mutex_unlock(&ctx->mu);
+		}
+		return;
 	}
+	/* The directory could not be reached (ENOENT: it vanished). */
 	e->res = (uint8_t)de__rm_result(rc, &e->err);
-	if (e->res == DE_R_REMOVED) {
+	if (e->res == DE_R_VANISHED) {
 		e->op = 0;
-		limit_take(ctx);
-	} else if (e->res == DE_R_VANISHED) {
-		e->op = 0;
-	} else {
-		pthread_mutex_lock(&ctx->mu);
-		n->kept = 1;
-		pthread_mutex_unlock(&ctx->mu);
+		return;
 	}
+	pthread_mutex_lock(&ctx->mu);
+	n->kept = 1;
+	pthread_mutex_unlock(&ctx->mu);
 }
 
 /* Serial mode: finish directory c (all its entries are done). */
@@ -449,32 +443,24 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		err = c->err;
 	} else if (c->kept) {
 		res = DE_R_NOT_EMPTY;
-	} else if (ctx->cfg.flags & DE_F_DRY_RUN) {
+	} else if (ctx->flags & DE_F_DRY_RUN) {
 		res = DE_R_REMOVED;
 		limit_take(ctx);
 	} else {
-		int cfd = -1, pfd, rc;
+		int cfd = -1, ppinned;
 
+		/* c's fd, if still held, reopens the parent as "..". */
 		pthread_mutex_lock(&ctx->mu);
 		if (c->fd >= 0) {
 			c->pins++;
 			cfd = c->fd;
 		}
 		pthread_mutex_unlock(&ctx->mu);
-		pfd = de__node_pin(ctx, p, cfd);
+		res = de__rmdir_node(ctx, c, cfd, 0, &ppinned, &op, &err);
 		if (cfd >= 0)
 			de__node_unpin(ctx, c);
-		if (pfd < 0) {
-			rc = pfd;
-		} else {
-			rc = de__unlinkat(ctx, pfd, c->name, AT_REMOVEDIR);
-			de__node_unpin(ctx, p);
-		}
-		res = de__rm_result(rc, &err);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
-		else if (res == DE_R_FAILED)
-			op = DE_OP_RMDIR;
 	}
 	c->res = (uint8_t)res;
 	c->op = (uint8_t)op;
@@ -490,7 +476,7 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
  * The ordered walk of n's listing, in canonical order (recursive: one
  * small frame per level of the tree).
  */
-static void walk(de_ctx *ctx, struct de__node *n)
+static void ordered_walk(de_ctx *ctx, struct de__node *n)
 {
 	int entered = 0;
 	long dlen;
@@ -520,7 +506,7 @@ static void walk(de_ctx *ctx, struct de__node *n)
 		if (c) {
 			need_scanned(ctx, c);
 			if (!c->skip_scan)
-				walk(ctx, c);
+				ordered_walk(ctx, c);
 			if (de__cancelled(ctx))
 				break;
 			if (ctx->serial)
@@ -683,7 +669,7 @@ static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 			e->err = -rc;
 			e->done = 1;
 		} else {
-			e->type = (uint8_t)de__mode_type(st.mode);
+			e->type = (uint8_t)de_type_of_mode(st.mode);
 			e->mode = st.mode;
 			e->ino = st.ino;
 		}
@@ -691,23 +677,32 @@ static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 	return 0;
 }
 
-static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
+static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
+		      const struct de_opts *opts)
 {
 	unsigned flags = ctx->cfg.flags;
+	long long max_delete = ctx->cfg.max_delete;
+
+	if (opts) {
+		flags |= opts->flags & (DE_F_ORDERED | DE_F_DRY_RUN);
+		if (opts->max_delete >= 0)
+			max_delete = opts->max_delete;
+	}
+	ctx->flags = flags;
 
 	memset(&ctx->nohooks, 0, sizeof(ctx->nohooks));
 	ctx->hooks = hooks ? hooks : &ctx->nohooks;
 	ctx->hookmode = ctx->hooks->enter_dir != NULL;
-	ctx->serial = (flags & DE_F_DRY_RUN) || ctx->cfg.max_delete >= 0 ||
+	ctx->serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
 		      ctx->hooks->dispose != NULL;
 	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
-	ctx->limit_left = ctx->cfg.max_delete >= 0 ? ctx->cfg.max_delete : -1;
+	ctx->limit_left = max_delete >= 0 ? max_delete : -1;
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
 	ctx->nfds = 0;
 	/*
 	 * Nodes a scanning thread may hold scanned ahead of the unlinker
-	 * on a chain (walk.c run_phase2): each keeps a pinned fd, so a
+	 * on a chain (tree.c run_phase2): each keeps a pinned fd, so a
 	 * quarter of the fd budget (de__ctx_start()), at most 32 (one
 	 * wake-up of the reader per 32 directories, not one per directory).
 	 */
@@ -736,6 +731,7 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks)
 	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
 	__atomic_store_n(&ctx->unlinked, 0, __ATOMIC_RELAXED);
 	ctx->caller = pthread_self();
+	ctx->tick = caller_tick;
 	ctx->pbuf_node = NULL;
 }
 
@@ -757,7 +753,8 @@ int de_limit_take(de_ctx *ctx, unsigned long long n)
 
 /* See delete_engine.h. */
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
-	      size_t n, const struct de_hooks *hooks, struct de_summary *sum)
+	      size_t n, const struct de_hooks *hooks,
+	      const struct de_opts *opts, struct de_summary *sum)
 {
 	struct de__st st;
 	struct de__node *r;
@@ -770,7 +767,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	rc = de__ctx_start(ctx);
 	if (rc)
 		return rc;
-	reset_run(ctx, hooks);
+	reset_run(ctx, hooks, opts);
 	rc = de__fstat(ctx, dirfd, ".", &st);
 	if (rc)
 		return rc;
@@ -824,7 +821,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	else
 		de__phase2(ctx, r, 0);
 	if (ctx->ordered)
-		walk(ctx, r);
+		ordered_walk(ctx, r);
 	else
 		drain_events(ctx);
 	if (de__cancelled(ctx))

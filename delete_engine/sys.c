@@ -1,11 +1,12 @@
 /*
- * dirread.c - reading directories and the few syscalls the engine makes.
+ * sys.c - reading directories and the few syscalls the engine makes.
  *
  * Two builds: the Linux fast path (getdents64 through syscall() into one
  * large per-thread buffer, statx for the mount-root attribute) and, with
  * -DDE_PORTABLE (make PORTABLE=1), plain POSIX: fdopendir/readdir,
  * fstatat, unlinkat.  Every wrapper returns 0 / an fd, or a negative errno,
- * and first asks the test-only fault hook.
+ * and first asks the test-only fault hook.  The bottom layer: it calls
+ * nothing else of the engine (README, "Layers").
  */
 #include "internal.h"
 
@@ -22,7 +23,8 @@
 #include <sys/vfs.h>
 #endif
 
-enum de_type de__mode_type(mode_t m)
+/* See delete_engine.h. */
+enum de_type de_type_of_mode(mode_t m)
 {
 	if (S_ISREG(m))
 		return DE_T_FILE;
@@ -37,16 +39,21 @@ enum de_type de__mode_type(mode_t m)
 	return DE_T_UNKNOWN;
 }
 
-static enum de_type dtype_type(unsigned char t)
+/* See delete_engine.h. */
+enum de_type de_type_of_dtype(unsigned char t)
 {
+#ifdef DT_UNKNOWN
 	switch (t) {
 	case DT_REG: return DE_T_FILE;
 	case DT_DIR: return DE_T_DIR;
 	case DT_LNK: return DE_T_SYMLINK;
 	case DT_CHR: case DT_BLK: return DE_T_DEVICE;
 	case DT_FIFO: case DT_SOCK: return DE_T_SPECIAL;
-	default: return DE_T_UNKNOWN;
 	}
+#else
+	(void)t;
+#endif
+	return DE_T_UNKNOWN;
 }
 
 /*
@@ -63,8 +70,9 @@ int de__open_dir(de_ctx *ctx, int dfd, const char *name)
 
 /*
  * Out of fds (the caller's own, or another thread's, took what the budget
- * assumed free)?  Close a held fd that no one is using (it is reopened, and
- * checked, when needed), else wait a millisecond for another thread to
+ * assumed free)?  Have the tree close a held fd that no one is using
+ * (ctx->shed_fd, tree.c de__shed_fd: it is reopened, and checked, when
+ * needed; a pointer, so that this layer calls nothing above it), else wait a millisecond for another thread to
  * drop one.  Returns 1 to try again; 0 when e is another error, or after a
  * second of waiting with nothing to close (the entry then fails with
  * EMFILE).
@@ -75,7 +83,7 @@ static int fd_retry(de_ctx *ctx, int e, int *waits)
 
 	if (e != EMFILE && e != ENFILE)
 		return 0;
-	if (de__shed_fd(ctx))
+	if (ctx->shed_fd(ctx))
 		return 1;
 	if (++*waits > 1000)
 		return 0;
@@ -98,36 +106,18 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
 	return -errno;
 }
 
-/* unlinkat() returning 0 or a negative errno; pace: wait for the
- * removal's slot of de_config.rate first. */
-static int unlink_one(de_ctx *ctx, int dfd, const char *name, int flags,
-		      int pace)
+/* unlinkat() returning 0 or a negative errno (tree.c de__remove_at paces
+ * and counts it). */
+int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 {
 	int e = de__fault(ctx, (flags & AT_REMOVEDIR) ? DE_OP_RMDIR :
 			  DE_OP_UNLINK, name);
 
 	if (e)
 		return -e;
-	if (pace)
-		de__pace(ctx);
 	if (unlinkat(dfd, name, flags))
 		return -errno;
-	__atomic_add_fetch(&ctx->unlinked, 1, __ATOMIC_RELAXED);
-	de__caller_tick(ctx);
 	return 0;
-}
-
-/* unlinkat() after its slot of de_config.rate: 0 or a negative errno. */
-int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
-{
-	return unlink_one(ctx, dfd, name, flags, 1);
-}
-
-/* The same for a removal whose slot the caller has already waited for
- * (emit.c: the dispose hook declined an entry it was paced for). */
-int de__unlinkat_paced(de_ctx *ctx, int dfd, const char *name, int flags)
-{
-	return unlink_one(ctx, dfd, name, flags, 0);
 }
 
 static void st_from_stat(struct de__st *st, const struct stat *sb)
@@ -253,7 +243,7 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 					     (nm[1] == '.' && nm[2] == 0)))
 				continue;
 			len = strlen(nm);
-			rc = cb(arg, nm, len, d->d_ino, dtype_type(d->d_type));
+			rc = cb(arg, nm, len, d->d_ino, de_type_of_dtype(d->d_type));
 			if (rc)
 				return rc;
 		}
@@ -296,7 +286,7 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 				     (nm[1] == '.' && nm[2] == 0)))
 			continue;
 #ifdef DT_UNKNOWN
-		t = dtype_type(de->d_type);
+		t = de_type_of_dtype(de->d_type);
 #endif
 		rc = cb(arg, nm, strlen(nm), de->d_ino, t);
 		if (rc)

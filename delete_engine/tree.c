@@ -1,5 +1,5 @@
 /*
- * walk.c - directories in progress: open, scan, unlink, rmdir.
+ * tree.c - directories in progress: open, scan, unlink, rmdir.
  *
  * One node per directory in progress (not per file).  A node holds a
  * reference for itself and one per child directory or unlink chunk still
@@ -272,6 +272,35 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 }
 
 /*
+ * Remove name under dfd (unlinkat with flags), after its slot of
+ * de_config.rate when pace is set.  Counts it for progress; on the calling
+ * thread, which sometimes runs a directory's task itself (run.c
+ * need_scanned(), deferred scans), every 64th removal also lets the run
+ * deliver progress (ctx->tick): the progress hook is how the caller sends
+ * keep-alives, and must not wait until a huge or rate-limited directory
+ * is done (seen: a 7 s paced delete made no progress call until its end,
+ * and a remote --timeout=2 run died).  Returns 0 or a negative errno.
+ */
+int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
+		  int pace)
+{
+	int rc;
+
+	if (pace)
+		de__pace(ctx);
+	rc = de__unlinkat(ctx, dfd, name, flags);
+	if (rc)
+		return rc;
+	__atomic_add_fetch(&ctx->unlinked, 1, __ATOMIC_RELAXED);
+	/* Only the calling thread touches caller_ticks; it reads the clock
+	 * once per 64 of its removals, not per file. */
+	if (pthread_equal(pthread_self(), ctx->caller) &&
+	    (++ctx->caller_ticks & 63) == 0)
+		ctx->tick(ctx);
+	return 0;
+}
+
+/*
  * Close one held fd that no one has pinned (never the root's), to make
  * room under EMFILE.  Returns 1 if it closed one.
  */
@@ -367,7 +396,7 @@ static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
 static void make_writable(de_ctx *ctx, struct de__node *n, int fd,
 			  const struct de__st *st)
 {
-	unsigned flags = ctx->cfg.flags;
+	unsigned flags = ctx->flags;
 
 	if (!(flags & DE_F_MAKE_WRITABLE) || (flags & DE_F_DRY_RUN) ||
 	    st->uid != geteuid() || (st->mode & S_IWUSR))
@@ -486,7 +515,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		if (e->type != DE_T_UNKNOWN)
 			continue;
 		if (de__lstatat(ctx, fd, de__ent_name(n, e), &st) == 0) {
-			e->type = (uint8_t)de__mode_type(st.mode);
+			e->type = (uint8_t)de_type_of_mode(st.mode);
 			e->mode = st.mode;
 		}
 	}
@@ -503,7 +532,7 @@ out:
 		ctx->scans_inflight--;
 	/*
 	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
-	 * then submits it (emit.c walk), but the walk enters only the nodes
+	 * then submits it (run.c walk), but the walk enters only the nodes
 	 * it can: one that was not entered (a mount point, an open failure,
 	 * a directory that vanished) would never become final, and the walk
 	 * would wait for it forever (issue 22).  It has no listing to ask
@@ -524,6 +553,55 @@ out:
 }
 
 /*
+ * Unlink non-directory e of n through fd (n's pinned fd), after its slot
+ * of de_config.rate when pace is set, and record the result in e.
+ * Returns 1 when e was not removed (the caller marks n kept).  Both
+ * schedules remove a file this way: the workers (unlink_range) and the
+ * calling thread in a serial run (run.c serial_file).
+ */
+int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
+		   struct de__ent *e, int pace)
+{
+	int rc = de__remove_at(ctx, fd, de__ent_name(n, e), 0, pace);
+
+	e->res = (uint8_t)de__rm_result(rc, &e->err);
+	e->op = e->res == DE_R_FAILED ? DE_OP_UNLINK : 0;
+	e->done = 1;
+	return e->res == DE_R_FAILED;
+}
+
+/*
+ * rmdir n, emptied, in its parent, pinning the parent for it (through
+ * n's ".." when nfd, n's pinned fd, is >= 0 and the parent's fd was
+ * closed).  With keep_ppin the parent stays pinned when *ppinned says so,
+ * for the caller to unpin.  Returns the result (de__rm_result()), with
+ * *op and *err set on failure.  Both schedules remove a directory this
+ * way: the last reference (de__node_release) and the calling thread in a
+ * serial run (run.c serial_dir).
+ */
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int keep_ppin,
+		   int *ppinned, int *op, int *err)
+{
+	struct de__node *p = n->parent;
+	int pfd = de__node_pin(ctx, p, nfd), rc, res;
+
+	*ppinned = 0;
+	if (pfd < 0) {
+		rc = pfd;
+	} else {
+		rc = de__remove_at(ctx, pfd, n->name, AT_REMOVEDIR, 1);
+		if (keep_ppin)
+			*ppinned = 1;
+		else
+			de__node_unpin(ctx, p);
+	}
+	res = de__rm_result(rc, err);
+	if (res == DE_R_FAILED)
+		*op = DE_OP_RMDIR;
+	return res;
+}
+
+/*
  * Unlink the listed entries idx[0..k) of n through fd.  idx NULL: there
  * was no memory for an order (de__inode_order()), so every non-directory
  * to delete, in listing order; an allocation failure is not the unlink's
@@ -537,7 +615,6 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 
 	for (i = 0; i < end; i++) {
 		struct de__ent *e = &n->ents[idx ? idx[i] : i];
-		int rc;
 
 		if (!idx && (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			     e->done))
@@ -548,13 +625,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			kept = 1;
 			continue;
 		}
-		rc = de__unlinkat(ctx, fd, de__ent_name(n, e), 0);
-		e->res = (uint8_t)de__rm_result(rc, &e->err);
-		if (e->res == DE_R_FAILED) {
-			e->op = DE_OP_UNLINK;
-			kept = 1;
-		}
-		e->done = 1;
+		kept |= de__unlink_ent(ctx, n, fd, e, 1);
 	}
 	if (kept) {
 		lock(ctx);
@@ -894,19 +965,8 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		} else if (n->kept) {
 			res = DE_R_NOT_EMPTY;
 		} else {
-			int pfd = de__node_pin(ctx, p, pinned ? n->fd : -1);
-			int rc;
-
-			if (pfd < 0) {
-				rc = pfd;
-			} else {
-				ppinned = 1;
-				rc = de__unlinkat(ctx, pfd, n->name,
-						  AT_REMOVEDIR);
-			}
-			res = de__rm_result(rc, &err);
-			if (res == DE_R_FAILED)
-				op = DE_OP_RMDIR;
+			res = de__rmdir_node(ctx, n, pinned ? n->fd : -1, 1,
+					     &ppinned, &op, &err);
 		}
 		if (pinned)
 			de__node_unpin(ctx, n);
@@ -930,7 +990,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 /*
  * Look-ahead bounds of a scanning thread along a chain (run_phase2): at
  * most ctx->ahead_max scanned nodes (each holds a pinned fd; see
- * emit.c reset_run) and READY_ENTS_MAX listed entries (about 40 bytes
+ * run.c reset_run) and READY_ENTS_MAX listed entries (about 40 bytes
  * plus the name each) wait on the ready queue.
  */
 #define READY_ENTS_MAX	65536u

@@ -32,7 +32,7 @@ static int one(int dfd, unsigned flags)
 	h.progress = prog;
 	CHECK(t_mixed(dfd, "tree", 4, 5) == 0);
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
 	CHECK(rc == -ECANCELED || rc == 0);
 	CHECK(s.bad == 0);
 	cfg.progress_ms = 0;

@@ -1,6 +1,6 @@
 /* chain_ahead: with the phase-2 gate forced on (DE_F_ADAPT), the worker
  * that reads a chain scans each next directory itself, up to ahead_max
- * directories ahead of the unlinker (walk.c run_phase2).  A chain whose
+ * directories ahead of the unlinker (tree.c run_phase2).  A chain whose
  * every 25th level also holds a short side chain (so a reader that runs
  * ahead queues the other children and may meet the ordered window) is
  * removed completely and counted exactly, with 2 and 3 threads,
@@ -129,7 +129,7 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile)
 	h.report = t_collect;
 	if (de_ctx_new(&ctx, &cfg))
 		goto out;
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	if (rc || t_exists(dfd, "tree") ||
 	    sum.removed[DE_T_DIR] != (uint64_t)dirs ||
 	    sum.removed[DE_T_FILE] != (uint64_t)files ||

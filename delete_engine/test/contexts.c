@@ -16,17 +16,17 @@ int main(void)
 	CHECK(t_mixed(dfd, "t1", 2, 3) == 0 && t_mixed(dfd, "t2", 2, 3) == 0);
 	CHECK(de_ctx_new(&a, NULL) == 0);
 	CHECK(de_ctx_new(&b, NULL) == 0);
-	CHECK(de_remove(a, dfd, &t1, 1, NULL, NULL) == 0);
-	CHECK(de_remove(b, dfd, &t2, 1, NULL, NULL) == 0);
+	CHECK(de_remove(a, dfd, &t1, 1, NULL, NULL, NULL) == 0);
+	CHECK(de_remove(b, dfd, &t2, 1, NULL, NULL, NULL) == 0);
 	CHECK(!t_exists(dfd, "t1") && !t_exists(dfd, "t2"));
 	CHECK(t_mixed(dfd, "t1", 2, 3) == 0);
 	pid = fork();
 	if (pid == 0) {
 		de_ctx *c = NULL;
 
-		if (de_remove(a, dfd, &t1, 1, NULL, NULL) != -ECHILD)
+		if (de_remove(a, dfd, &t1, 1, NULL, NULL, NULL) != -ECHILD)
 			_exit(1);
-		if (de_ctx_new(&c, NULL) || de_remove(c, dfd, &t1, 1, NULL,
+		if (de_ctx_new(&c, NULL) || de_remove(c, dfd, &t1, 1, NULL, NULL,
 						       NULL))
 			_exit(1);
 		de_ctx_free(c);

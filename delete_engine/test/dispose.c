@@ -114,7 +114,7 @@ static int one(int dfd, unsigned threads, long long maxdel, int dry)
 	total = t_count(dfd, "tree");
 
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(rc == 0);
 	CHECK(s.bad == 0);
 	CHECK(s.next == s.want.n);

@@ -19,7 +19,7 @@ static int hook(void *arg, int op, const char *name)
 static int one(int dfd, int op, int err, int victim_is_dir)
 {
 	struct fault f = { op, err };
-	struct de_config cfg = { .threads = 2, .max_delete = -1, .fault = hook, .fault_arg = &f };
+	struct de_config cfg = { .threads = 2, .max_delete = -1 };
 	struct t_reps rs = { 0 };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
@@ -44,8 +44,8 @@ static int one(int dfd, int op, int err, int victim_is_dir)
 	}
 	CHECK(t_file(sub, "other") == 0);
 	CHECK(t_mixed(top, "more", 2, 3) == 0);
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	CHECK(de_test_ctx_new(&ctx, &cfg, hook, &f) == 0);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(rc == -EIO);
 	r = t_find(&rs, "tree/sub/victim");
 	CHECK(r && r->result == DE_R_FAILED && r->op == op && r->err == err);

@@ -49,8 +49,7 @@ enum { M_PLAIN, M_ORDERED, M_DRY, M_MAXDEL, M_ENTER, M_DISPOSE, M_COUNT };
 static int one(int dfd, int ok, int mode)
 {
 	struct lim l = { ok, 0 };
-	struct de_config cfg = { .threads = 8, .max_delete = -1,
-				 .fault = fault, .fault_arg = &l };
+	struct de_config cfg = { .threads = 8, .max_delete = -1 };
 	struct t_reps rs = { 0 };
 	struct de_hooks h = { .arg = &rs, .report = t_collect };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
@@ -69,12 +68,12 @@ static int one(int dfd, int ok, int mode)
 		h.enter_dir = enter;
 	if (mode == M_DISPOSE)
 		h.dispose = dispose;
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
+	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &l) == 0);
 	/* Twice: the second run reuses the pool the first one started. */
 	for (pass = 0; pass < 2; pass++) {
 		CHECK(t_mixed(dfd, "tree", 3, 3) == 0);
 		before = t_count(dfd, "tree");
-		rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+		rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 		if (rc || sum.failed || (long)sum.removed_total != before) {
 			fprintf(stderr, "ok=%d mode=%d: rc %d, failed %llu, "
 				"removed %llu of %ld\n", ok, mode, rc,

@@ -46,7 +46,7 @@ struct dirent64_hdr {
 	unsigned short d_reclen;
 };
 
-/* The engine's only syscall() is getdents64 (dirread.c). */
+/* The engine's only syscall() is getdents64 (sys.c). */
 long syscall(long nr, ...)
 {
 	static long (*real)(long, ...);
@@ -143,7 +143,7 @@ static int run(int dfd, unsigned threads, unsigned flags,
 	       int (*hook)(void *, int, const char *), struct de_summary *sum)
 {
 	struct de_config cfg = { .threads = threads, .flags = flags,
-				 .max_delete = -1, .fault = hook };
+				 .max_delete = -1 };
 	struct de_target t[] = {
 		{ "m", DE_T_DIR, FUSE_UNKNOWN_INO },
 		{ "a", DE_T_DIR, FUSE_UNKNOWN_INO },
@@ -155,9 +155,9 @@ static int run(int dfd, unsigned threads, unsigned flags,
 	tfd = openat(dfd, "tree", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tfd < 0)
 		return -errno;
-	rc = de_ctx_new(&ctx, &cfg);
+	rc = de_test_ctx_new(&ctx, &cfg, hook, NULL);
 	if (rc == 0) {
-		rc = de_remove(ctx, tfd, t, 3, NULL, sum);
+		rc = de_remove(ctx, tfd, t, 3, NULL, NULL, sum);
 		de_ctx_free(ctx);
 	}
 	close(tfd);

@@ -481,7 +481,7 @@ static int one(int dfd, unsigned seed, int can_mount)
 	static const char *modes[] = { "enter_dir", "enter_dir+max_delete",
 				       "enter_dir+dry_run", "enter_dir+dispose",
 				       "ordered", "unordered" };
-	struct de_config cfg = { .max_delete = -1, .fault = fault };
+	struct de_config cfg = { .max_delete = -1 };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
@@ -523,10 +523,10 @@ static int one(int dfd, unsigned seed, int can_mount)
 		goto out;
 	}
 	fds = count_fds();
-	if (de_ctx_new(&ctx, &cfg))
+	if (de_test_ctx_new(&ctx, &cfg, fault, NULL))
 		goto out;
 	alarm(RUN_ALARM);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	alarm(0);
 	de_ctx_free(ctx);
 	ctx = NULL;

@@ -89,8 +89,7 @@ static void on_alarm(int sig)
 /* Returns 0 (passed), 1 (failed) or 77 (this case needs root). */
 static int one(int dfd, enum how how, unsigned threads, long long maxdel)
 {
-	struct de_config cfg = { .threads = threads, .max_delete = maxdel,
-				 .fault = fault };
+	struct de_config cfg = { .threads = threads, .max_delete = maxdel };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
@@ -100,7 +99,6 @@ static int one(int dfd, enum how how, unsigned threads, long long maxdel)
 	int ret = 1, rc, top = -1, a = -1, v = -1, fd;
 	enum how cur = how;
 
-	cfg.fault_arg = &cur;
 	h.arg = &hk;
 	h.report = report;
 	h.enter_dir = enter;
@@ -137,8 +135,8 @@ static int one(int dfd, enum how how, unsigned threads, long long maxdel)
 	}
 	CHECK(t_file(v, "inner") == 0);
 
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &cur) == 0);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(hk.depth == 0 && !hk.bad);
 	r = t_find(&hk.rs, "tree/a/victim");
 	CHECK(r);

@@ -86,7 +86,7 @@ static int one(int dfd, long long maxdel)
 	CHECK(t_mixed(d, "moved", 1, 2) == 0);
 	total = t_count(dfd, "tree");
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(rc == 0);
 	CHECK(s.bad == 0 && s.depth == 0);
 	CHECK(s.enters == 1 + 1 + 3 + 9 + 27 + 1);

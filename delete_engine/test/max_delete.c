@@ -78,7 +78,7 @@ static int taken(int dfd, long long n, size_t at, unsigned flags)
 	t_canon(dfd, "tree", "tree", &ref);
 	CHECK(de_ctx_new(&tk.ctx, &cfg) == 0);
 	CHECK(de_limit_take(tk.ctx, 1) == -EINVAL);
-	rc = de_remove(tk.ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(tk.ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(rc == -EDQUOT);
 	CHECK(tk.rc == 0);
 	CHECK(de_limit_take(tk.ctx, 1) == -EINVAL);

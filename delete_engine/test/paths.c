@@ -1,5 +1,5 @@
 /* paths: every report names its entry by the right path in every mode.
- * The emitter builds each path from the one before (emit.c dir_path), so
+ * The emitter builds each path from the one before (run.c dir_path), so
  * this pins the cases that reuse a prefix: down into a child, back up to
  * a parent after its children were freed, across to a sibling branch of
  * another depth, names of different lengths at each level, a long chain
@@ -133,7 +133,7 @@ static int run(int dfd, unsigned threads, unsigned flags, int hooks,
 	for (pass = 0; pass < 2; pass++) {
 		want = pass ? ref2 : ref;
 		t.name = pass ? "tree2" : "tree";
-		rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
+		rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
 		CHECK(rc == 0);
 		CHECK(!el.bad && el.depth == 0);
 		if (rs.n != want->n) {

@@ -128,7 +128,7 @@ int main(void)
 			}
 			enters = 0;
 			CHECK(de_ctx_new(&ctx, &cfg) == 0);
-			rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+			rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 			de_ctx_free(ctx);
 			if (rc || t_exists(dfd, "tree"))
 				fprintf(stderr, "threads %u mode %d: rc %d\n",

@@ -39,7 +39,7 @@ static int hook(void *arg, int op, const char *name)
 int main(void)
 {
 	struct de_config cfg = { .threads = 1, .max_delete = -1, .rate = RATE,
-				 .rate_burst = BURST, .fault = hook };
+				 .rate_burst = BURST };
 	struct de_target t = { "tree", DE_T_DIR, 0 };
 	struct de_summary sum;
 	de_ctx *ctx = NULL;
@@ -57,9 +57,9 @@ int main(void)
 		snprintf(name, sizeof name, "f%d", i);
 		CHECK(t_file(sub, name) == 0);
 	}
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
+	CHECK(de_test_ctx_new(&ctx, &cfg, hook, NULL) == 0);
 	t0 = now_s();
-	CHECK(de_remove(ctx, dfd, &t, 1, NULL, &sum) == 0);
+	CHECK(de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum) == 0);
 	took = now_s() - t0;
 	CHECK(sum.removed_total == N && !t_exists(dfd, "tree"));
 	CHECK(took >= (bursts - 1) * pause);

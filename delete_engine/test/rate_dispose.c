@@ -60,7 +60,7 @@ int main(void)
 	}
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
 	t0 = now_s();
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	took = now_s() - t0;
 	CHECK(rc == 0);
 	CHECK(!t_exists(dfd, "tree"));

@@ -16,7 +16,7 @@ static atomic_int armed, refused;
 
 void *__wrap_realloc(void *p, size_t size)
 {
-	/* emit.c dir_path(): the path buffer starts at 4096 bytes. */
+	/* run.c dir_path(): the path buffer starts at 4096 bytes. */
 	if (atomic_load(&armed) && size == 4096) {
 		atomic_fetch_add(&refused, 1);
 		return NULL;
@@ -37,7 +37,7 @@ static int hook(void *arg, int op, const char *name)
 int main(void)
 {
 	static const char *names[] = { "a", "b", "c", "victim" };
-	struct de_config cfg = { .threads = 1, .max_delete = -1, .fault = hook,
+	struct de_config cfg = { .threads = 1, .max_delete = -1,
 				 .flags = DE_F_ORDERED };
 	struct de_target t[4];
 	struct t_reps rs = { 0 };
@@ -57,8 +57,8 @@ int main(void)
 	}
 	h.arg = &rs;
 	h.report = t_collect;
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, t, 4, &h, &sum);
+	CHECK(de_test_ctx_new(&ctx, &cfg, hook, NULL) == 0);
+	rc = de_remove(ctx, dfd, t, 4, &h, NULL, &sum);
 	fprintf(stderr, "rc %d, removed %llu, failed %llu, %d reallocs refused, "
 		"%zu reports\n", rc, (unsigned long long)sum.removed_total,
 		(unsigned long long)sum.failed, atomic_load(&refused), rs.n);

@@ -42,8 +42,7 @@ static void on_report(void *arg, const struct de_report *r)
 int main(void)
 {
 	struct de_config cfg = { .threads = 2, .flags = DE_F_NO_ADAPT,
-				 .max_delete = -1, .progress_ms = 100,
-				 .fault = slow };
+				 .max_delete = -1, .progress_ms = 100 };
 	struct de_target t = { "t", DE_T_UNKNOWN, 0 };
 	struct st s = { 0 };
 	struct de_hooks h;
@@ -73,9 +72,9 @@ int main(void)
 	memset(&h, 0, sizeof(h));
 	h.arg = &s;
 	h.report = on_report;
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
+	CHECK(de_test_ctx_new(&ctx, &cfg, slow, NULL) == 0);
 	s.t0 = now_ms();
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
 	t1 = now_ms();
 	CHECK(rc == 0);
 	CHECK(!t_exists(dfd, "t"));

@@ -44,7 +44,7 @@ static int run(int dfd, unsigned flags, unsigned skip, struct t_reps *rs,
 	       struct de_summary *sum)
 {
 	struct de_config cfg = { .threads = 2, .flags = flags,
-				 .max_delete = -1, .fault = fail_bad };
+				 .max_delete = -1 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_hooks h;
 	de_ctx *ctx;
@@ -54,10 +54,10 @@ static int run(int dfd, unsigned flags, unsigned skip, struct t_reps *rs,
 	h.arg = rs;
 	h.report = t_collect;
 	h.skip_results = skip;
-	rc = de_ctx_new(&ctx, &cfg);
+	rc = de_test_ctx_new(&ctx, &cfg, fail_bad, NULL);
 	if (rc)
 		return rc;
-	rc = de_remove(ctx, dfd, &t, 1, &h, sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);
 	de_ctx_free(ctx);
 	return rc;
 }

@@ -154,7 +154,7 @@ static int files(int dfd, int n)
  * with the engine's own thread count; -1 on error. */
 static int unlinkers(int dfd, const char *name, int ndirs, int nper)
 {
-	struct de_config cfg = { .max_delete = -1, .fault = tid_hook };
+	struct de_config cfg = { .max_delete = -1 };
 	struct de_target t = { .name = "top", .type = DE_T_DIR };
 	char d[32];
 	de_ctx *ctx;
@@ -172,9 +172,9 @@ static int unlinkers(int dfd, const char *name, int ndirs, int nper)
 		return -1;
 	close(top);
 	ntids = 0;
-	rc = de_ctx_new(&ctx, &cfg);
+	rc = de_test_ctx_new(&ctx, &cfg, tid_hook, NULL);
 	if (rc == 0) {
-		rc = de_remove(ctx, fd, &t, 1, NULL, NULL);
+		rc = de_remove(ctx, fd, &t, 1, NULL, NULL, NULL);
 		de_ctx_free(ctx);
 	}
 	close(fd);
@@ -191,7 +191,7 @@ static int run(int mfd, unsigned threads, unsigned flags,
 	       int *dino_seen)
 {
 	struct de_config cfg = { .threads = threads, .flags = flags,
-				 .max_delete = -1, .fault = hook };
+				 .max_delete = -1 };
 	struct de_target t[16];
 	char names[16][256];
 	struct dirent *de;
@@ -221,9 +221,9 @@ static int run(int mfd, unsigned threads, unsigned flags,
 	}
 	if (d)
 		closedir(d);
-	rc = de_ctx_new(&ctx, &cfg);
+	rc = de_test_ctx_new(&ctx, &cfg, hook, NULL);
 	if (rc == 0) {
-		rc = de_remove(ctx, tfd, t, n, NULL, sum);
+		rc = de_remove(ctx, tfd, t, n, NULL, NULL, sum);
 		de_ctx_free(ctx);
 	}
 	close(tfd);

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "delete_engine.h"
+#include "delete_engine_test.h"
 
 #define T_PASS 0
 #define T_FAIL 1
@@ -273,7 +273,7 @@ static __attribute__((unused)) int t_remove(int dfd, const char *name, unsigned 
 	rc = de_ctx_new(&ctx, &cfg);
 	if (rc)
 		return rc;
-	rc = de_remove(ctx, dfd, &t, 1, &h, sum);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);
 	de_ctx_free(ctx);
 	return rc;
 }

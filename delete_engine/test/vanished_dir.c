@@ -79,8 +79,7 @@ static void on_alarm(int sig)
 
 static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 {
-	struct de_config cfg = { .threads = threads, .max_delete = -1,
-				 .fault = fault };
+	struct de_config cfg = { .threads = threads, .max_delete = -1 };
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
@@ -90,7 +89,6 @@ static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 	int ret = -1, rc, top = -1, a = -1, v = -1, fd;
 	int cur = when;
 
-	cfg.fault_arg = &cur;
 	if (mode == M_ORDERED)
 		cfg.flags |= DE_F_ORDERED;
 	if (mode == M_SERIAL)
@@ -110,8 +108,8 @@ static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 	close(fd);
 	snprintf(victim, sizeof(victim), "%s/tree/a/victim", t_base);
 
-	CHECK(de_ctx_new(&ctx, &cfg) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, &sum);
+	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &cur) == 0);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	/* The other process did its part. */
 	CHECK(__atomic_load_n(&cur, __ATOMIC_ACQUIRE) == W_COUNT);
 	CHECK(rc == 0);

@@ -32,7 +32,7 @@
 #include <sys/syscall.h>
 #endif
 
-#include "delete_engine.h"
+#include "delete_engine_test.h"
 
 struct out {
 	const char *prefix;	/* directory part of PATH with its '/', or "" */
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 		t.type = DE_T_UNKNOWN;
 		t.ino = 0;
 		o.failed = 0;
-		rc = de_remove(ctx, dfd, &t, 1, &h, NULL);
+		rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
 		if (rc && rc != -EIO && rc != -EDQUOT) {
 			fprintf(stderr, "de-rm: cannot remove '%s': %s\n",
 				argv[i], de_strerror(rc));

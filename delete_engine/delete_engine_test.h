@@ -1,0 +1,50 @@
+/*
+ * delete_engine_test.h - what libdelete_engine offers its tests and
+ * measuring tools (test/, tools/de-rm) and nothing else: fault injection
+ * and overrides of the heuristics.  Not installed; a production caller
+ * includes delete_engine.h alone.
+ */
+#ifndef DELETE_ENGINE_TEST_H
+#define DELETE_ENGINE_TEST_H
+
+#include "delete_engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Overrides of the per-file-system heuristics (README, "Heuristics"), in
+ * de_config.flags, for measuring them against each other.
+ */
+#define DE_F_NO_INODE_SORT	0x0010u	/* never unlink in inode order */
+#define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */
+#define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
+#define DE_F_SPLIT		0x0100u	/* always split huge dirs */
+#define DE_F_NO_ADAPT		0x0200u	/* every worker unlinks, even in a
+					 * narrow tree */
+#define DE_F_ADAPT		0x0400u	/* one unlinker unless the tree is
+					 * wide, on any fs */
+
+/* The fault hook's op for starting a worker (name ""): failing it makes
+ * the engine run with fewer workers. */
+#define DE_OP_THREAD		(DE_OP_CHMOD + 1)
+
+/*
+ * Fault injection: fn is asked (possibly on a worker thread, so it must
+ * be thread-safe) before each syscall the engine makes on an entry, and
+ * before starting each worker.  A non-zero return is a positive errno
+ * that the engine takes as the result of that syscall, which is then not
+ * made.  name is the entry's name (no directory part).
+ */
+typedef int (*de_fault_fn)(void *arg, int op, const char *name);
+
+/* de_ctx_new() with fn (which may be NULL) as the context's fault hook. */
+int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
+		    de_fault_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DELETE_ENGINE_TEST_H */
