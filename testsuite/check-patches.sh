@@ -6,8 +6,10 @@
 # Pins: every patch in patches/series exists and carries its DEP-3 header
 # (Description, Author, Forwarded, Last-Update), the "To use this patch"
 # block and based-on: with the pinned release; the series applies to a
-# pristine tree without fuzz; and a refresh (the edit workflow) leaves
-# every patch byte for byte as committed.
+# pristine tree without fuzz; a refresh (the edit workflow) leaves
+# every patch byte for byte as committed; and no patch rewrites lines an
+# earlier one added, beyond the pairs testsuite/patch-rewrites.txt pins
+# (testsuite/patch-rewrites.py).
 
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +40,9 @@ if "$top/rsync-src/refresh.sh" "$work/tree"; then
 else
 	bad "the series does not apply without fuzz"
 fi
+"$top/rsync-src/unpack.sh" "$tarball" "$work/pristine"
+"${PYTHON:-python3}" "$top/testsuite/patch-rewrites.py" "$work/pristine" "$top/patches" \
+	"$top/testsuite/patch-rewrites.txt" >/dev/null || bad "a patch rewrites an earlier one's lines (above)"
 n=$(echo $series | wc -w)
 [ $fail = 0 ] && echo "check-patches: $n patches apply cleanly, refresh is a no-op, headers complete"
 exit $fail
