@@ -95,10 +95,12 @@ int de__dino_is_stat(long fstype)
 /*
  * Whether to unlink in inode order on this filesystem.
  *
- * Measured (README, "Heuristics"): on ext4 a 200k-file directory unlinked in
- * inode order instead of hash (readdir) order takes less time, because the
- * inode table and bitmaps are then touched sequentially.  On tmpfs there is
- * no on-disk layout and the sort is pure overhead; gnulib fts skips it on
+ * Measured (docs/BENCHMARKS.md, "Engine heuristics"): on ext4 a 200k-file
+ * directory unlinked in inode order instead of hash (readdir) order takes
+ * less time, because the inode table and bitmaps are then touched
+ * sequentially (on a throttled slow disk the order changes only when the
+ * writes happen, not how many: "A slow disk").  On tmpfs there is no on-disk layout and the
+ * sort is pure overhead; gnulib fts skips it on
  * tmpfs, NFS, CIFS and Lustre (bug#80106: the sort defeated Lustre's
  * statahead, about 9x slower), and so do we.  Nor on FUSE, 9p or CephFS:
  * every unlink there is a round trip to a server with a layout of its own,
@@ -202,10 +204,9 @@ int de__latency_bound(long fstype)
 /*
  * Whether to split one huge directory's unlinks across workers.
  *
- * Measured (README "Heuristics", 200k empty files in one directory, 2
- * CPUs, cold cache, de-rm -j2 with and without splitting): tmpfs 0.48 s
- * split vs 0.58 s not; ext4 1.60 s vs 1.47 s; xfs 6.03 s vs 2.76 s.  All
- * unlinks in one directory serialize on the directory's i_rwsem, and on xfs
+ * Only on tmpfs and ramfs (measured: docs/BENCHMARKS.md, "Engine
+ * heuristics").  All unlinks in one directory serialize on the
+ * directory's i_rwsem, and on xfs
  * also on the AGI buffer of the one allocation group holding the inodes,
  * so a second worker only adds lock hand-offs; on tmpfs freeing the inode
  * after the name is gone is a large enough share of the work to overlap.
@@ -221,7 +222,7 @@ int de__want_split(de_ctx *ctx, long fstype)
 
 /*
  * Worker threads for a run whose start directory is on fstype, when the
- * caller did not set threads.  See README "Heuristics" for the numbers.
+ * caller did not set threads (docs/BENCHMARKS.md, "Engine heuristics").
  */
 unsigned de__threads_for(de_ctx *ctx, long fstype)
 {

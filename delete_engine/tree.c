@@ -872,7 +872,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	 * is one with split_idle_min
 	 * when no task is queued, which the other workers would otherwise
 	 * wait for (with tasks queued they are better spent on other
-	 * directories).  See README "Heuristics".
+	 * directories).  See README, "Heuristics".
 	 */
 	if (idx && (k >= (size_t)ctx->split_min ||
 	     (k >= (size_t)ctx->split_idle_min &&
