@@ -16,20 +16,6 @@
 #define SIDE_EVERY 25
 #define SIDE_LEN 3
 
-/* FILES files in fd; returns 0 or -1. */
-static int fill(int fd)
-{
-	char name[32];
-	int i;
-
-	for (i = 0; i < FILES; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
-		if (t_file(fd, name))
-			return -1;
-	}
-	return 0;
-}
-
 /* A side chain of SIDE_LEN directories "s", "s/s", ... in fd, each with
  * FILES files.  Returns the number of directories made, or -1. */
 static int side(int fd)
@@ -41,7 +27,7 @@ static int side(int fd)
 	for (k = 1; k < SIDE_LEN; k++) {
 		int c;
 
-		if (fill(s)) {
+		if (t_files(s, "f%d", FILES)) {
 			close(s);
 			return -1;
 		}
@@ -67,7 +53,7 @@ static int build(int dfd, int *files)
 	for (i = 0; i < LEVELS; i++) {
 		int n;
 
-		if (fill(fd))
+		if (t_files(fd, "f%d", FILES))
 			goto fail;
 		*files += FILES;
 		if (i % SIDE_EVERY == 0) {

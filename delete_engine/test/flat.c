@@ -6,8 +6,7 @@
 int main(void)
 {
 	struct de_summary sum;
-	int ret = T_FAIL, dfd, sub = -1, i, rc, pass;
-	char name[64];
+	int ret = T_FAIL, dfd, sub = -1, rc, pass;
 
 	dfd = t_mktemp();
 	if (dfd < 0)
@@ -15,10 +14,7 @@ int main(void)
 	for (pass = 0; pass < 2; pass++) {
 		sub = t_dir(dfd, "flat");
 		CHECK(sub >= 0);
-		for (i = 0; i < 20000; i++) {
-			snprintf(name, sizeof(name), "file-%05d", i);
-			CHECK(t_file(sub, name) == 0);
-		}
+		CHECK(t_files(sub, "file-%05d", 20000) == 0);
 		CHECK(symlinkat("file-00001", sub, "link") == 0);
 		CHECK(mkfifoat(sub, "fifo", 0644) == 0);
 		close(sub);

@@ -34,7 +34,9 @@
 #define FUSE_UNKNOWN_INO	0xffffffffULL
 
 static int fake_fs;		/* set while no engine thread runs */
+#ifndef DE_PORTABLE
 static int hide_mount_root;	/* statx as before Linux 5.8 (same) */
+#endif
 static int g_dfd;
 #ifndef DE_PORTABLE
 static atomic_int swapped;

@@ -24,20 +24,6 @@ static void leave(void *arg, const char *rel)
 	(void)arg; (void)rel;
 }
 
-/* FILES files in fd; returns 0 or -1. */
-static int fill(int fd)
-{
-	char name[32];
-	int i;
-
-	for (i = 0; i < FILES; i++) {
-		snprintf(name, sizeof(name), "f%02d", i);
-		if (t_file(fd, name))
-			return -1;
-	}
-	return 0;
-}
-
 /* A chain of LEVELS directories; halfway down, FAN siblings with FILES
  * files and a 3-level chain each.  Returns the number of directories
  * made (with "tree"), or -1. */
@@ -51,7 +37,7 @@ static int build(int dfd)
 	for (i = 0; i < LEVELS; i++) {
 		int n;
 
-		if (fill(fd))
+		if (t_files(fd, "f%02d", FILES))
 			goto fail;
 		if (i == LEVELS / 2) {
 			for (j = 0; j < FAN; j++) {
@@ -65,7 +51,7 @@ static int build(int dfd)
 				for (k = 0; k < 3; k++) {
 					int c;
 
-					if (fill(s)) {
+					if (t_files(s, "f%02d", FILES)) {
 						close(s);
 						goto fail;
 					}

@@ -47,9 +47,8 @@ int main(void)
 	struct st s = { 0 };
 	struct de_hooks h;
 	de_ctx *ctx = NULL;
-	int ret = T_FAIL, dfd, fd, fd2, rc, i;
+	int ret = T_FAIL, dfd, fd, fd2, rc;
 	uint64_t t1;
-	char name[16];
 
 	dfd = t_mktemp();
 	if (dfd < 0)
@@ -58,10 +57,7 @@ int main(void)
 	CHECK(fd >= 0);
 	fd2 = t_dir(fd, "a");
 	CHECK(fd2 >= 0);
-	for (i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
-		CHECK(t_file(fd2, name) == 0);
-	}
+	CHECK(t_files(fd2, "f%d", 5) == 0);
 	close(fd2);
 	fd2 = t_dir(fd, "b");
 	CHECK(fd2 >= 0);

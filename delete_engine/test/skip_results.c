@@ -15,20 +15,16 @@ static int make_tree(int dfd)
 {
 	static const char *dirs[] = { "tree", "tree/d0", "tree/d0/sub",
 				      "tree/d1" };
-	char name[64];
 	size_t i;
-	int j, fd;
+	int fd;
 
 	for (i = 0; i < 4; i++) {
 		fd = t_dir(dfd, dirs[i]);
 		if (fd < 0)
 			return -1;
-		for (j = 0; j < 10; j++) {
-			snprintf(name, sizeof(name), "f%d", j);
-			if (t_file(fd, name)) {
-				close(fd);
-				return -1;
-			}
+		if (t_files(fd, "f%d", 10)) {
+			close(fd);
+			return -1;
 		}
 		if ((i < 2 && symlinkat("f0", fd, "ln")) ||
 		    (i == 2 && t_file(fd, "bad"))) {

@@ -1,5 +1,5 @@
 /*
- * tutil.h - helpers shared by the engine tests (header-only, static).
+ * tutil.h - helpers shared by the engine tests (defined in tutil.c).
  * Exit codes: 0 pass, 1 fail, 77 skip.
  */
 #ifndef DE_TUTIL_H
@@ -31,34 +31,13 @@
 	fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
 		#cond); goto out; } } while (0)
 
-static char t_base[4096];
+extern char t_base[4096];
 
 /* Make a fresh temp dir; returns an O_DIRECTORY fd or -1. */
-static __attribute__((unused)) int t_mktemp(void)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(t_base, sizeof(t_base), "%s/de-test-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(t_base))
-		return -1;
-	return open(t_base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
+int t_mktemp(void);
 
 /* Remove the temp dir (rm copes with any depth and any mode). */
-static __attribute__((unused)) void t_cleanup(void)
-{
-	char cmd[3 * sizeof(t_base) + 200];
-
-	if (!t_base[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' 2>/dev/null; "
-		 "chattr -R -i '%s' 2>/dev/null; rm -rf '%s'",
-		 t_base, t_base, t_base);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cleanup of %s failed\n", t_base);
-	t_base[0] = 0;
-}
+void t_cleanup(void);
 
 /*
  * Make the temp dir and run fn there as nobody (uid and gid 65534, in a
@@ -66,36 +45,7 @@ static __attribute__((unused)) void t_cleanup(void)
  * that permission checks apply; then remove the dir.  Returns fn's
  * T_PASS/T_FAIL, or T_SKIP when nobody cannot be had.
  */
-static __attribute__((unused)) int t_as_nobody(int (*fn)(void))
-{
-	int ret = T_FAIL, dfd, st;
-	pid_t pid;
-
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
-	if (geteuid() != 0) {
-		ret = fn();
-		goto out;
-	}
-	if (chown(t_base, 65534, 65534)) {
-		ret = T_SKIP;
-		goto out;
-	}
-	pid = fork();
-	if (pid == 0) {
-		if (setgid(65534) || setuid(65534))
-			_exit(T_SKIP);
-		_exit(fn());
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		goto out;
-	ret = WEXITSTATUS(st);
-out:
-	close(dfd);
-	t_cleanup();
-	return ret;
-}
+int t_as_nobody(int (*fn)(void));
 
 /*
  * As root, make a loop image of the given size (truncate's syntax) in the
@@ -104,108 +54,25 @@ out:
  * O_DIRECTORY fd of the mount, or -1 when that cannot be done here (not
  * root, no such mkfs): the caller skips.  t_loop_umount() undoes it.
  */
-static char t_mnt[sizeof(t_base) + 8];
+extern char t_mnt[sizeof(t_base) + 8];
 
-static __attribute__((unused)) int t_loop_mount(const char *size,
-						const char *mkfs)
-{
-	char cmd[4 * sizeof(t_base) + 300];
-	int fd;
-
-	if (geteuid() != 0 || !t_base[0])
-		return -1;
-	snprintf(t_mnt, sizeof(t_mnt), "%s/mnt", t_base);
-	if (snprintf(cmd, sizeof(cmd), "truncate -s %s '%s/img' && "
-		     "%s '%s/img' >/dev/null 2>&1 && mkdir '%s' && "
-		     "mount -o loop '%s/img' '%s'", size, t_base, mkfs, t_base,
-		     t_mnt, t_base, t_mnt) >= (int)sizeof(cmd) ||
-	    system(cmd) != 0) {
-		t_mnt[0] = 0;
-		return -1;
-	}
-	fd = open(t_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && umount2(t_mnt, MNT_DETACH) == 0)
-		t_mnt[0] = 0;
-	return fd;
-}
+int t_loop_mount(const char *size, const char *mkfs);
 
 /* Close fd (if >= 0) and unmount what t_loop_mount() mounted, if any. */
-static __attribute__((unused)) void t_loop_umount(int fd)
-{
-	if (fd >= 0)
-		close(fd);
-	if (t_mnt[0] && umount2(t_mnt, MNT_DETACH))
-		fprintf(stderr, "umount %s failed\n", t_mnt);
-	t_mnt[0] = 0;
-}
+void t_loop_umount(int fd);
 
 /* rm -rf base/name (to reset between sub-cases). */
-static __attribute__((unused)) void t_cleanup_sub(int dfd, const char *name)
-{
-	char cmd[sizeof(t_base) + 300];
+void t_cleanup_sub(int dfd, const char *name);
 
-	(void)dfd;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'/%s", t_base, name);
-	if (system(cmd) != 0)
-		fprintf(stderr, "rm %s failed\n", name);
-}
-
-static __attribute__((unused)) int t_file(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			0644);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
+int t_file(int dfd, const char *name);
 
 /* mkdir name in dfd and return an fd for it, or -1. */
-static __attribute__((unused)) int t_dir(int dfd, const char *name)
-{
-	if (mkdirat(dfd, name, 0755) && errno != EEXIST)
-		return -1;
-	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		      O_CLOEXEC);
-}
+int t_dir(int dfd, const char *name);
 
 /* Count entries below dfd/name (name included), without following links. */
-static __attribute__((unused)) long t_count(int dfd, const char *name)
-{
-	struct stat st;
-	long n = 1;
-	int fd;
-	DIR *d;
-	struct dirent *de;
+long t_count(int dfd, const char *name);
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
-		return 0;
-	if (!S_ISDIR(st.st_mode))
-		return 1;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0)
-		return n;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return n;
-	}
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		n += t_count(dirfd(d), de->d_name);
-	}
-	closedir(d);
-	return n;
-}
-
-static __attribute__((unused)) int t_exists(int dfd, const char *path)
-{
-	struct stat st;
-
-	return fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
+int t_exists(int dfd, const char *path);
 
 /* Collected reports. */
 struct t_rep {
@@ -218,65 +85,15 @@ struct t_reps {
 	size_t n, cap;
 };
 
-static __attribute__((unused)) void t_collect(void *arg, const struct de_report *r)
-{
-	struct t_reps *rs = arg;
+void t_collect(void *arg, const struct de_report *r);
 
-	if (rs->n == rs->cap) {
-		rs->cap = rs->cap ? rs->cap * 2 : 1024;
-		rs->v = realloc(rs->v, rs->cap * sizeof(*rs->v));
-		if (!rs->v)
-			abort();
-	}
-	rs->v[rs->n].path = strdup(r->path);
-	rs->v[rs->n].type = r->type;
-	rs->v[rs->n].result = r->result;
-	rs->v[rs->n].op = r->op;
-	rs->v[rs->n].err = r->err;
-	rs->n++;
-}
+void t_reps_free(struct t_reps *rs);
 
-static __attribute__((unused)) void t_reps_free(struct t_reps *rs)
-{
-	size_t i;
-
-	for (i = 0; i < rs->n; i++)
-		free(rs->v[i].path);
-	free(rs->v);
-	memset(rs, 0, sizeof(*rs));
-}
-
-static __attribute__((unused)) struct t_rep *t_find(struct t_reps *rs, const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < rs->n; i++)
-		if (!strcmp(rs->v[i].path, path))
-			return &rs->v[i];
-	return NULL;
-}
+struct t_rep *t_find(struct t_reps *rs, const char *path);
 
 /* Run the engine on one target; returns de_remove's value. */
-static __attribute__((unused)) int t_remove(int dfd, const char *name, unsigned threads,
-		    unsigned flags, long long maxdel, struct t_reps *rs,
-		    struct de_summary *sum)
-{
-	struct de_config cfg = { .threads = threads, .flags = flags, .max_delete = maxdel };
-	struct de_hooks h;
-	struct de_target t = { name, DE_T_UNKNOWN, 0 };
-	de_ctx *ctx;
-	int rc;
-
-	memset(&h, 0, sizeof(h));
-	h.arg = rs;
-	h.report = rs ? t_collect : NULL;
-	rc = de_ctx_new(&ctx, &cfg);
-	if (rc)
-		return rc;
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);
-	de_ctx_free(ctx);
-	return rc;
-}
+int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
+	     long long maxdel, struct t_reps *rs, struct de_summary *sum);
 
 /*
  * Reference canonical order of dfd/name (post-order; reverse rsync sort
@@ -287,111 +104,24 @@ struct t_names {
 	size_t n, cap;
 };
 
-static __attribute__((unused)) void t_names_add(struct t_names *ns, const char *s)
-{
-	if (ns->n == ns->cap) {
-		ns->cap = ns->cap ? ns->cap * 2 : 1024;
-		ns->v = realloc(ns->v, ns->cap * sizeof(*ns->v));
-		if (!ns->v)
-			abort();
-	}
-	ns->v[ns->n++] = strdup(s);
-}
+void t_names_add(struct t_names *ns, const char *s);
 
-static __attribute__((unused)) void t_names_free(struct t_names *ns)
-{
-	size_t i;
-
-	for (i = 0; i < ns->n; i++)
-		free(ns->v[i]);
-	free(ns->v);
-	memset(ns, 0, sizeof(*ns));
-}
+void t_names_free(struct t_names *ns);
 
 struct t_de {
 	char name[256];
 	int isdir;
 };
 
-static __attribute__((unused)) int t_cmp_desc(const void *a, const void *b)
-{
-	const struct t_de *x = a, *y = b;
+int t_cmp_desc(const void *a, const void *b);
 
-	if (x->isdir != y->isdir)
-		return y->isdir - x->isdir;
-	return strcmp(y->name, x->name);
-}
-
-static __attribute__((unused)) void t_canon(int dfd, const char *name, const char *path,
-		    struct t_names *out)
-{
-	struct stat st;
-	struct t_de *v = NULL;
-	size_t n = 0, cap = 0, i;
-	int fd;
-	DIR *d;
-	struct dirent *de;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
-		return;
-	if (S_ISDIR(st.st_mode)) {
-		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-		d = fd >= 0 ? fdopendir(fd) : NULL;
-		while (d && (de = readdir(d))) {
-			struct stat cs;
-
-			if (!strcmp(de->d_name, ".") ||
-			    !strcmp(de->d_name, ".."))
-				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				v = realloc(v, cap * sizeof(*v));
-			}
-			snprintf(v[n].name, sizeof(v[n].name), "%s",
-				 de->d_name);
-			v[n].isdir = fstatat(dirfd(d), de->d_name, &cs,
-					     AT_SYMLINK_NOFOLLOW) == 0 &&
-				S_ISDIR(cs.st_mode);
-			n++;
-		}
-		if (n)
-			qsort(v, n, sizeof(*v), t_cmp_desc);
-		for (i = 0; i < n; i++) {
-			char *p;
-
-			if (asprintf(&p, "%s/%s", path, v[i].name) < 0)
-				abort();
-			t_canon(dirfd(d), v[i].name, p, out);
-			free(p);
-		}
-		if (d)
-			closedir(d);
-		free(v);
-	}
-	t_names_add(out, path);
-}
-
+void t_canon(int dfd, const char *name, const char *path, struct t_names *out);
 
 /* A tree mixing files, dirs, links and byte-order traps, fanout^depth. */
-static __attribute__((unused)) int t_mixed(int dfd, const char *name,
-					   int depth, int fanout)
-{
-	static const char *files[] = { "1", "a", "b~", "Z", "\xff", "-x",
-				       "\x80y", "a.b" };
-	int fd = t_dir(dfd, name), i, rc = 0;
-	char sub[32];
+int t_mixed(int dfd, const char *name, int depth, int fanout);
 
-	if (fd < 0)
-		return -1;
-	for (i = 0; i < 8 && !rc; i++)
-		rc = t_file(fd, files[i]);
-	if (!rc)
-		rc = symlinkat("a", fd, "lnk");
-	for (i = 0; i < fanout && depth > 0 && !rc; i++) {
-		snprintf(sub, sizeof(sub), i % 2 ? "d%d" : "D\xc3%d", i);
-		rc = t_mixed(fd, sub, depth - 1, fanout);
-	}
-	close(fd);
-	return rc;
-}
+/* n empty files in fd, named by fmt (a printf format of the index 0..n-1).
+ * Returns 0 or -1. */
+int t_files(int fd, const char *fmt, int n);
+
 #endif

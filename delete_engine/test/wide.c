@@ -5,7 +5,7 @@
 int main(void)
 {
 	struct de_summary sum;
-	int ret = T_FAIL, dfd, top = -1, i, j, rc;
+	int ret = T_FAIL, dfd, top = -1, i, rc;
 	char name[64];
 
 	dfd = t_mktemp();
@@ -19,12 +19,9 @@ int main(void)
 		snprintf(name, sizeof(name), "d%03d", i);
 		d = t_dir(top, name);
 		CHECK(d >= 0);
-		for (j = 0; j < 200; j++) {
-			snprintf(name, sizeof(name), "f%03d", j);
-			if (t_file(d, name)) {
-				close(d);
-				goto out;
-			}
+		if (t_files(d, "f%03d", 200)) {
+			close(d);
+			goto out;
 		}
 		s = t_dir(d, "nested");
 		close(d);
