@@ -351,7 +351,8 @@ static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
 /* Serial mode: remove (or not) one non-directory entry of n. */
 static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 {
-	int fd, rc;
+	enum de_action a = DE_A_DELETE;
+	int fd, paced = 0, kept;
 
 	if (e->done) {
 		if (e->res == DE_R_DONE)
@@ -371,61 +372,43 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 	}
 	fd = de__node_pin(ctx, n, -1);
 	if (fd < 0) {
-		rc = fd;
+		/* The directory cannot be reached (ENOENT: it vanished). */
+		e->res = (uint8_t)de__rm_result(fd, &e->err);
+		if (e->res == DE_R_VANISHED)
+			return;
 		e->op = DE_OP_OPEN;
+		kept = 1;
+		goto out;
+	}
+	if (ctx->hooks->dispose) {
+		/* The hook's rename (rsync: into a backup) takes the place of
+		 * the unlink, so it waits for the unlink's slot of
+		 * de_config.rate; a dry run, which unlinks nothing, is not
+		 * paced. */
+		if (!(ctx->flags & DE_F_DRY_RUN)) {
+			de__pace(ctx);
+			paced = 1;
+		}
+		a = call_dispose(ctx, n, e, fd);
+	}
+	if (a != DE_A_DELETE) {
+		e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
+		kept = a == DE_A_KEEP;
+	} else if (ctx->flags & DE_F_DRY_RUN) {
+		e->res = DE_R_REMOVED;
+		kept = 0;
 	} else {
-		enum de_action a = DE_A_DELETE;
-		int paced = 0;
-
-		if (ctx->hooks->dispose) {
-			/* The hook's rename (rsync: into a backup) takes the
-			 * place of the unlink, so it waits for the unlink's
-			 * slot of de_config.rate; a dry run, which unlinks
-			 * nothing, is not paced. */
-			if (!(ctx->flags & DE_F_DRY_RUN)) {
-				de__pace(ctx);
-				paced = 1;
-			}
-			a = call_dispose(ctx, n, e, fd);
-		}
-		if (a != DE_A_DELETE) {
-			de__node_unpin(ctx, n);
-			e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
-			if (a == DE_A_DONE) {
-				limit_take(ctx);
-			} else {
-				pthread_mutex_lock(&ctx->mu);
-				n->kept = 1;
-				pthread_mutex_unlock(&ctx->mu);
-			}
-			return;
-		}
-		if (ctx->flags & DE_F_DRY_RUN) {
-			de__node_unpin(ctx, n);
-			e->res = DE_R_REMOVED;
-			limit_take(ctx);
-			return;
-		}
-		rc = de__unlink_ent(ctx, n, fd, e, !paced);
-		de__node_unpin(ctx, n);
-		if (e->res == DE_R_REMOVED)
-			limit_take(ctx);
-		if (rc) {
-			pthread_mutex_lock(&ctx->mu);
-			n->kept = 1;
-			pthread_mutex_unlock(&ctx->mu);
-		}
-		return;
+		kept = de__unlink_ent(ctx, n, fd, e, !paced);
 	}
-	/* The directory could not be reached (ENOENT: it vanished). */
-	e->res = (uint8_t)de__rm_result(rc, &e->err);
-	if (e->res == DE_R_VANISHED) {
-		e->op = 0;
-		return;
+	de__node_unpin(ctx, n);
+	if (e->res == DE_R_REMOVED || e->res == DE_R_DONE)
+		limit_take(ctx);
+out:
+	if (kept) {
+		pthread_mutex_lock(&ctx->mu);
+		n->kept = 1;
+		pthread_mutex_unlock(&ctx->mu);
 	}
-	pthread_mutex_lock(&ctx->mu);
-	n->kept = 1;
-	pthread_mutex_unlock(&ctx->mu);
 }
 
 /* Serial mode: finish directory c (all its entries are done). */
