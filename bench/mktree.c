@@ -54,6 +54,7 @@ struct job {
 	long from, to;		/* index range over (dir, file) pairs */
 	long files;		/* files per directory */
 	long total;		/* files in all (for -s) */
+	unsigned bits;		/* -s: shuffle()'s width for total */
 	int rnd;		/* random names */
 	long round;		/* -c: which chunk to write, or -1 */
 	int err;
@@ -113,16 +114,15 @@ static int write_data(int fd, long round)
 }
 
 /*
- * -s: a bijection on [0, total): a 4-round Feistel network on the next
- * power of two (keys from the seed), walked until it lands inside.
+ * -s: a bijection on [0, total): a 4-round Feistel network on the
+ * smallest even power of two 2^bits >= total (keys from the seed),
+ * walked until it lands inside.
  */
-static long shuffle(long k, long total)
+static long shuffle(long k, long total, unsigned bits)
 {
-	unsigned bits = 2, half, r;
+	unsigned half, r;
 	uint64_t x = (uint64_t)k, mask, l, rt;
 
-	while ((1UL << bits) < (unsigned long)total)
-		bits += 2;
 	half = bits / 2;
 	mask = (1ULL << half) - 1;
 	do {
@@ -148,7 +148,7 @@ static void *fill(void *arg)
 	for (long n = j->from; n < j->to; n++) {
 		int fd, flags = O_WRONLY | O_CLOEXEC;
 
-		k = opt_shuffle ? shuffle(n, j->total) : n;
+		k = opt_shuffle ? shuffle(n, j->total, j->bits) : n;
 
 		if (k % j->files % opt_stride)
 			continue;
@@ -185,11 +185,16 @@ static int fill_all(const int *fds, long ndirs, long files, int rnd,
 	struct job j[MAXTHREADS];
 	long total = files ? ndirs * files : 0, i;
 	int rc = 0, started = 0;
+	unsigned bits = 2;
+
+	while ((1UL << bits) < (unsigned long)total)
+		bits += 2;
 
 	for (i = 0; i < nthreads; i++) {
 		j[i].fds = fds;
 		j[i].files = files ? files : 1;
 		j[i].total = total;
+		j[i].bits = bits;
 		j[i].from = total * i / nthreads;
 		j[i].to = total * (i + 1) / nthreads;
 		j[i].rnd = rnd;

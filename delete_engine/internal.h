@@ -301,8 +301,8 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 		  int pace);
 int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
-int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int keep_ppin,
-		   int *ppinned, int *op, int *err);
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
+		   int *op, int *err);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
 

@@ -439,7 +439,9 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 			cfd = c->fd;
 		}
 		pthread_mutex_unlock(&ctx->mu);
-		res = de__rmdir_node(ctx, c, cfd, 0, &ppinned, &op, &err);
+		res = de__rmdir_node(ctx, c, cfd, &ppinned, &op, &err);
+		if (ppinned)
+			de__node_unpin(ctx, p);
 		if (cfd >= 0)
 			de__node_unpin(ctx, c);
 		if (res == DE_R_REMOVED)

@@ -573,28 +573,19 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 /*
  * rmdir n, emptied, in its parent, pinning the parent for it (through
  * n's ".." when nfd, n's pinned fd, is >= 0 and the parent's fd was
- * closed).  With keep_ppin the parent stays pinned when *ppinned says so,
- * for the caller to unpin.  Returns the result (de__rm_result()), with
- * *op and *err set on failure.  Both schedules remove a directory this
+ * closed).  The parent stays pinned when *ppinned says so, for the caller
+ * to unpin.  Returns the result (de__rm_result()), with *op and *err set
+ * on failure.  Both schedules remove a directory this
  * way: the last reference (de__node_release) and the calling thread in a
  * serial run (run.c serial_dir).
  */
-int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int keep_ppin,
-		   int *ppinned, int *op, int *err)
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
+		   int *op, int *err)
 {
-	struct de__node *p = n->parent;
-	int pfd = de__node_pin(ctx, p, nfd), rc, res;
+	int pfd = de__node_pin(ctx, n->parent, nfd), rc, res;
 
-	*ppinned = 0;
-	if (pfd < 0) {
-		rc = pfd;
-	} else {
-		rc = de__remove_at(ctx, pfd, n->name, AT_REMOVEDIR, 1);
-		if (keep_ppin)
-			*ppinned = 1;
-		else
-			de__node_unpin(ctx, p);
-	}
+	*ppinned = pfd >= 0;
+	rc = pfd < 0 ? pfd : de__remove_at(ctx, pfd, n->name, AT_REMOVEDIR, 1);
 	res = de__rm_result(rc, err);
 	if (res == DE_R_FAILED)
 		*op = DE_OP_RMDIR;
@@ -965,7 +956,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		} else if (n->kept) {
 			res = DE_R_NOT_EMPTY;
 		} else {
-			res = de__rmdir_node(ctx, n, pinned ? n->fd : -1, 1,
+			res = de__rmdir_node(ctx, n, pinned ? n->fd : -1,
 					     &ppinned, &op, &err);
 		}
 		if (pinned)
