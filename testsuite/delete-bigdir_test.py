@@ -2,7 +2,7 @@
 """A directory bigger than rsync reads at once loses only what the source lacks.
 
 Without reports in stock's order (no -v, no filters, no limit), rsync
-holds at most 524,288 of a directory's targets (delete.c, DEL_READ_MAX),
+holds at most 524,288 of a directory's targets (delengine.c, DEL_READ_MAX),
 gives them to the engine in inode order, 65,536 per call (DEL_RUN_MAX),
 then reads on.  That relies on readdir() returning every remaining entry
 once while earlier ones are unlinked.  T holds 600,000 files and two
