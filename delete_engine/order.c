@@ -93,6 +93,19 @@ int de__dino_is_stat(long fstype)
 }
 
 /*
+ * A heuristic's answer, guess, unless the caller forced it with a flag:
+ * 0 under off, 1 under on (off wins where both are set).
+ */
+static int forced(const de_ctx *ctx, unsigned off, unsigned on, int guess)
+{
+	if (ctx->cfg.flags & off)
+		return 0;
+	if (ctx->cfg.flags & on)
+		return 1;
+	return guess;
+}
+
+/*
  * Whether to unlink in inode order on this filesystem.
  *
  * Measured (docs/BENCHMARKS.md, "Engine heuristics"): on ext4 a 200k-file
@@ -109,16 +122,14 @@ int de__dino_is_stat(long fstype)
  */
 int de__want_inode_sort(de_ctx *ctx, long fstype)
 {
-	if (ctx->cfg.flags & DE_F_NO_INODE_SORT)
-		return 0;
-	if (ctx->cfg.flags & DE_F_INODE_SORT)
-		return 1;
+	int pays = 1;
+
 	switch (fstype) {
 	case FS_TMPFS: case FS_RAMFS: case FS_NFS: case FS_SMB: case FS_SMB2:
 	case FS_CIFS: case FS_LUSTRE: case FS_FUSE: case FS_9P: case FS_CEPH:
-		return 0;
+		pays = 0;
 	}
-	return 1;
+	return forced(ctx, DE_F_NO_INODE_SORT, DE_F_INODE_SORT, pays);
 }
 
 static int cmp_target_ino(const void *a, const void *b)
@@ -213,11 +224,8 @@ int de__latency_bound(long fstype)
  */
 int de__want_split(de_ctx *ctx, long fstype)
 {
-	if (ctx->cfg.flags & DE_F_NO_SPLIT)
-		return 0;
-	if (ctx->cfg.flags & DE_F_SPLIT)
-		return 1;
-	return fstype == FS_TMPFS || fstype == FS_RAMFS;
+	return forced(ctx, DE_F_NO_SPLIT, DE_F_SPLIT,
+		      fstype == FS_TMPFS || fstype == FS_RAMFS);
 }
 
 /*
@@ -251,14 +259,12 @@ unsigned de__threads_for(de_ctx *ctx, long fstype)
  */
 unsigned de__p2_gate(de_ctx *ctx, long fstype)
 {
-	if (ctx->cfg.flags & DE_F_NO_ADAPT)
-		return 0;
-	if (ctx->cfg.flags & DE_F_ADAPT)
-		return 2;
 	/* No kernel threads to leave a CPU to on tmpfs, nor where the work
 	 * is a server's. */
-	return fstype == FS_TMPFS || fstype == FS_RAMFS ||
-	       de__latency_bound(fstype) ? 0 : 2;
+	int gate = fstype != FS_TMPFS && fstype != FS_RAMFS &&
+		   !de__latency_bound(fstype);
+
+	return forced(ctx, DE_F_NO_ADAPT, DE_F_ADAPT, gate) ? 2 : 0;
 }
 
 /*

@@ -31,6 +31,38 @@
 
 #define FS_OVERLAY	0x794c7630L
 
+/*
+ * The node and event lists, all under the tree lock, named by their link
+ * fields: the live list and the deferred stack are doubly linked (pushed
+ * at the head, unlinked from anywhere), the event and ready queues are
+ * FIFOs (appended at the tail).
+ */
+#define DLIST_PUSH(head, e, next, prev) do {				\
+	(e)->prev = NULL;						\
+	(e)->next = (head);						\
+	if (head)							\
+		(head)->prev = (e);					\
+	(head) = (e);							\
+} while (0)
+
+#define DLIST_DEL(head, e, next, prev) do {				\
+	if ((e)->prev)							\
+		(e)->prev->next = (e)->next;				\
+	else								\
+		(head) = (e)->next;					\
+	if ((e)->next)							\
+		(e)->next->prev = (e)->prev;				\
+} while (0)
+
+#define FIFO_APPEND(head, tail, e, next) do {				\
+	(e)->next = NULL;						\
+	if (tail)							\
+		(tail)->next = (e);					\
+	else								\
+		(head) = (e);						\
+	(tail) = (e);							\
+} while (0)
+
 static void lock(de_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->mu);
@@ -79,14 +111,9 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 {
 	struct de__ev *ev = kind == DE__EV_FILES ? &n->ev_files : &n->ev_self;
 
-	ev->next = NULL;
 	ev->node = n;
 	ev->kind = kind;
-	if (ctx->ev_tail)
-		ctx->ev_tail->next = ev;
-	else
-		ctx->ev_head = ev;
-	ctx->ev_tail = ev;
+	FIFO_APPEND(ctx->ev_head, ctx->ev_tail, ev, next);
 	ctx->ev_count++;
 	if (kind == DE__EV_FILES)
 		ctx->ev_ents += n->nents;
@@ -117,10 +144,7 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 		n->pathlen = (parent->pathlen ? parent->pathlen + 1 : 0) + len;
 	}
 	lock(ctx);
-	n->lnext = ctx->live;
-	if (ctx->live)
-		ctx->live->lprev = n;
-	ctx->live = n;
+	DLIST_PUSH(ctx->live, n, lnext, lprev);
 	ctx->prog.dirs_pending++;
 	unlock(ctx);
 	return n;
@@ -132,12 +156,7 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	int fd = -1;
 
 	lock(ctx);
-	if (n->lprev)
-		n->lprev->lnext = n->lnext;
-	else
-		ctx->live = n->lnext;
-	if (n->lnext)
-		n->lnext->lprev = n->lprev;
+	DLIST_DEL(ctx->live, n, lnext, lprev);
 	if (n->inwin)
 		ctx->win_live--;
 	ctx->prog.dirs_pending--;
@@ -668,11 +687,7 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
 	lock(ctx);
 	if (ctx->ordered && ctx->win_live >= ctx->win_max) {
 		c->deferred = 1;
-		c->dprev = NULL;
-		c->dnext = ctx->deferred;
-		if (ctx->deferred)
-			ctx->deferred->dprev = c;
-		ctx->deferred = c;
+		DLIST_PUSH(ctx->deferred, c, dnext, dprev);
 		unlock(ctx);
 		return;
 	}
@@ -695,12 +710,7 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
  */
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window)
 {
-	if (c->dprev)
-		c->dprev->dnext = c->dnext;
-	else
-		ctx->deferred = c->dnext;
-	if (c->dnext)
-		c->dnext->dprev = c->dprev;
+	DLIST_DEL(ctx->deferred, c, dnext, dprev);
 	c->deferred = 0;
 	c->state = NS_QUEUED;
 	if (in_window) {
@@ -1086,12 +1096,7 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 			return NULL;
 		}
 		n->rpinned = pinned;
-		n->rnext = NULL;
-		if (ctx->ready_tail)
-			ctx->ready_tail->rnext = n;
-		else
-			ctx->ready = n;
-		ctx->ready_tail = n;
+		FIFO_APPEND(ctx->ready, ctx->ready_tail, n, rnext);
 		__atomic_store_n(&ctx->nready, ctx->nready + 1,
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&ctx->ready_ents, ctx->ready_ents + n->nents,

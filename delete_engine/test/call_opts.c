@@ -16,7 +16,7 @@ static int call(de_ctx *ctx, int dfd, const struct de_opts *o,
 	return de_remove(ctx, dfd, &t, 1, &h, o, sum);
 }
 
-int main(void)
+int test(int dfd)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1 };
 	struct de_opts dry = { .flags = DE_F_DRY_RUN, .max_delete = -1 };
@@ -24,12 +24,9 @@ int main(void)
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
 	de_ctx *ctx = NULL;
-	int ret = T_FAIL, dfd, fd = -1;
+	int ret = T_FAIL, fd = -1;
 	size_t i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	fd = t_dir(dfd, "tree");
 	CHECK(fd >= 0 && t_files(fd, "f%02d", FILES) == 0);
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
@@ -61,6 +58,5 @@ out:
 		close(fd);
 	t_reps_free(&rs);
 	de_ctx_free(ctx);
-	t_cleanup();
 	return ret;
 }

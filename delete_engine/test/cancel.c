@@ -48,19 +48,14 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd;
+	int ret = T_FAIL;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(one(dfd, 0) == 0);
 	CHECK(one(dfd, DE_F_ORDERED) == 0);
 	CHECK(one(dfd, DE_F_DRY_RUN) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

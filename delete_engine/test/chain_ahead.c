@@ -16,65 +16,27 @@
 #define SIDE_EVERY 25
 #define SIDE_LEN 3
 
-/* A side chain of SIDE_LEN directories "s", "s/s", ... in fd, each with
- * FILES files.  Returns the number of directories made, or -1. */
-static int side(int fd)
+/* At every SIDE_EVERY-th level of the chain, a side chain of SIDE_LEN
+ * directories "side", "side/s", ...; *sides counts them. */
+static int side(int fd, int level, void *sides)
 {
-	int s = t_dir(fd, "side"), k;
-
-	if (s < 0)
-		return -1;
-	for (k = 1; k < SIDE_LEN; k++) {
-		int c;
-
-		if (t_files(s, "f%d", FILES)) {
-			close(s);
-			return -1;
-		}
-		c = t_dir(s, "s");
-		close(s);
-		if (c < 0)
-			return -1;
-		s = c;
-	}
-	close(s);
-	return SIDE_LEN;
+	if (level % SIDE_EVERY)
+		return 0;
+	++*(int *)sides;
+	return t_chain(fd, "side", "s", SIDE_LEN - 1, "f%d", FILES, NULL,
+		       NULL);
 }
 
 /* The tree; returns the number of directories made (with "tree") and
  * sets *files, or -1. */
 static int build(int dfd, int *files)
 {
-	int fd = t_dir(dfd, "tree"), dirs = 1, i;
+	int sides = 0, dirs;
 
-	*files = 0;
-	if (fd < 0)
-		return -1;
-	for (i = 0; i < LEVELS; i++) {
-		int n;
-
-		if (t_files(fd, "f%d", FILES))
-			goto fail;
-		*files += FILES;
-		if (i % SIDE_EVERY == 0) {
-			n = side(fd);
-			if (n < 0)
-				goto fail;
-			dirs += n;
-			*files += (SIDE_LEN - 1) * FILES;
-		}
-		n = t_dir(fd, "dd");
-		close(fd);
-		fd = n;
-		if (fd < 0)
-			return -1;
-		dirs++;
-	}
-	close(fd);
+	dirs = t_chain(dfd, "tree", "dd", LEVELS, "f%d", FILES, side, &sides);
+	/* The deepest directory of each chain holds no files. */
+	*files = (dirs - 1 - sides) * FILES;
 	return dirs;
-fail:
-	close(fd);
-	return -1;
 }
 
 /* One removal of a fresh tree under an RLIMIT_NOFILE soft limit of
@@ -148,14 +110,11 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const unsigned threads[] = { 2, 3 };
-	int ret = T_FAIL, dfd, ti, ordered;
+	int ret = T_FAIL, ti, ordered;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (ti = 0; ti < 2; ti++)
 		for (ordered = 0; ordered < 2; ordered++)
 			CHECK(one(dfd, threads[ti], ordered, 0) == 0);
@@ -163,7 +122,5 @@ int main(void)
 		CHECK(one(dfd, 2, ordered, 40) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -2,10 +2,7 @@
  * cause no crash or hang; leftovers are reported as failed rmdir
  * (ENOTEMPTY) or kept-not-empty, and a second run removes everything. */
 #include "tutil.h"
-#include <pthread.h>
-#include <stdatomic.h>
 
-static atomic_int stop;
 static int g_dfd;
 
 static void *creator(void *arg)
@@ -14,7 +11,7 @@ static void *creator(void *arg)
 	unsigned i = 0;
 
 	(void)arg;
-	while (!atomic_load(&stop)) {
+	while (!atomic_load(&t_stop)) {
 		int fd = openat(g_dfd, "tree/d1", O_RDONLY | O_DIRECTORY);
 
 		if (fd >= 0) {
@@ -31,25 +28,17 @@ static void *creator(void *arg)
 	return NULL;
 }
 
-int main(void)
+int test(int dfd)
 {
 	struct t_reps rs = { 0 };
-	pthread_t th;
-	int ret = T_FAIL, dfd, rc, iter;
+	int ret = T_FAIL, rc, iter;
 	size_t i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	g_dfd = dfd;
 	for (iter = 0; iter < 20; iter++) {
 		CHECK(t_mixed(dfd, "tree", 3, 4) == 0);
-		atomic_store(&stop, 0);
-		CHECK(pthread_create(&th, NULL, creator, NULL) == 0);
-		rc = t_remove(dfd, "tree", 2, iter % 2 ? DE_F_ORDERED : 0, -1,
-			      &rs, NULL);
-		atomic_store(&stop, 1);
-		pthread_join(th, NULL);
+		rc = t_remove_racing(creator, dfd, "tree",
+				     iter % 2 ? DE_F_ORDERED : 0, &rs);
 		CHECK(rc == 0 || rc == -EIO);
 		for (i = 0; i < rs.n; i++) {
 			struct t_rep *r = &rs.v[i];
@@ -70,7 +59,5 @@ int main(void)
 	ret = T_PASS;
 out:
 	t_reps_free(&rs);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

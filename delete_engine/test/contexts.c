@@ -3,16 +3,13 @@
  * the child works; defaults (NULL config) work. */
 #include "tutil.h"
 
-int main(void)
+int test(int dfd)
 {
 	struct de_target t1 = { "t1", DE_T_DIR, 0 }, t2 = { "t2", DE_T_UNKNOWN, 0 };
 	de_ctx *a = NULL, *b = NULL;
-	int ret = T_FAIL, dfd, st;
+	int ret = T_FAIL, st;
 	pid_t pid;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(t_mixed(dfd, "t1", 2, 3) == 0 && t_mixed(dfd, "t2", 2, 3) == 0);
 	CHECK(de_ctx_new(&a, NULL) == 0);
 	CHECK(de_ctx_new(&b, NULL) == 0);
@@ -41,7 +38,5 @@ int main(void)
 out:
 	de_ctx_free(a);
 	de_ctx_free(b);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -5,31 +5,16 @@
 
 #define LEVELS 10000
 
-int main(void)
+int test(int dfd)
 {
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
-	int ret = T_FAIL, dfd, fd, i, rc, pass;
+	int ret = T_FAIL, rc, pass;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (pass = 0; pass < 2; pass++) {
-		fd = t_dir(dfd, "deep");
-		CHECK(fd >= 0);
-		for (i = 0; i < LEVELS; i++) {
-			int n;
-
-			if (t_file(fd, "f")) {
-				close(fd);
-				goto out;
-			}
-			n = t_dir(fd, "dd");
-			close(fd);
-			fd = n;
-			CHECK(fd >= 0);
-		}
-		close(fd);
+		/* Each but the deepest holds a file "f" and the next, "dd". */
+		CHECK(t_chain(dfd, "deep", "dd", LEVELS, "f", 1, NULL, NULL) ==
+		      LEVELS + 1);
 		rc = t_remove(dfd, "deep", 2, pass ? DE_F_ORDERED : 0, -1,
 			      pass ? &rs : NULL, &sum);
 		CHECK(rc == 0);
@@ -44,7 +29,5 @@ int main(void)
 	ret = T_PASS;
 out:
 	t_reps_free(&rs);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

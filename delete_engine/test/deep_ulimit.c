@@ -28,15 +28,12 @@ static int build(int dfd, const char *name)
 	return 0;
 }
 
-int main(void)
+int test(int dfd)
 {
 	struct rlimit rl = { 64, 64 };
 	struct de_summary sum;
-	int ret = T_FAIL, dfd, rc;
+	int ret = T_FAIL, rc;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(build(dfd, "one") == 0);
 	CHECK(build(dfd, "two") == 0);
 	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
@@ -50,7 +47,5 @@ int main(void)
 	CHECK(sum.removed_total == 3 * LEVELS + 1);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -83,7 +83,7 @@ static int one(int dfd, unsigned threads, long long maxdel, int dry)
 	struct de_summary sum;
 	struct t_names all = { 0 };
 	de_ctx *ctx = NULL;
-	int ret = -1, rc, top = -1, d = -1;
+	int ret = -1, rc;
 	long total, nbak;
 	size_t i;
 
@@ -95,12 +95,7 @@ static int one(int dfd, unsigned threads, long long maxdel, int dry)
 	h.arg = &s;
 	h.dispose = dispose;
 	h.report = report;
-	top = t_dir(dfd, "tree");
-	CHECK(top >= 0);
-	CHECK(t_mixed(top, "m", 3, 3) == 0);
-	d = t_dir(top, "sub");
-	CHECK(d >= 0);
-	CHECK(t_file(d, "keepme") == 0 && t_file(d, "x") == 0);
+	CHECK(t_keepme_tree(dfd) == 0);
 	s.bak = t_dir(dfd, "bak");
 	CHECK(s.bak >= 0);
 	t_canon(dfd, "tree", "tree", &all);
@@ -142,10 +137,6 @@ out:
 	de_ctx_free(ctx);
 	t_names_free(&s.want);
 	t_names_free(&all);
-	if (d >= 0)
-		close(d);
-	if (top >= 0)
-		close(top);
 	if (s.bak >= 0)
 		close(s.bak);
 	t_cleanup_sub(dfd, "tree");
@@ -153,20 +144,15 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd;
+	int ret = T_FAIL;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(one(dfd, 1, -1, 0) == 0);
 	CHECK(one(dfd, 2, -1, 0) == 0);
 	CHECK(one(dfd, 2, 1000000, 0) == 0);
 	CHECK(one(dfd, 2, -1, 1) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -2,17 +2,14 @@
  * remove", in the same order as the real run that follows. */
 #include "tutil.h"
 
-int main(void)
+int test(int dfd)
 {
 	struct t_reps dry = { 0 }, real = { 0 };
 	struct de_summary sum;
-	int ret = T_FAIL, dfd, rc;
+	int ret = T_FAIL, rc;
 	long before;
 	size_t i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(t_mixed(dfd, "tree", 3, 4) == 0);
 	before = t_count(dfd, "tree");
 	rc = t_remove(dfd, "tree", 2, DE_F_DRY_RUN, -1, &dry, &sum);
@@ -32,7 +29,5 @@ int main(void)
 out:
 	t_reps_free(&dry);
 	t_reps_free(&real);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

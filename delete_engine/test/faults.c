@@ -26,24 +26,14 @@ static int one(int dfd, int op, int err, int victim_is_dir)
 	struct de_summary sum;
 	struct t_rep *r;
 	de_ctx *ctx = NULL;
-	int ret = -1, rc, top = -1, sub = -1, v = -1;
+	int ret = -1, rc;
 
 	h.arg = &rs;
 	h.report = t_collect;
-	top = t_dir(dfd, "tree");
-	CHECK(top >= 0);
-	CHECK(t_file(top, "a") == 0 && t_file(top, "z") == 0);
-	sub = t_dir(top, "sub");
-	CHECK(sub >= 0);
-	if (victim_is_dir) {
-		v = t_dir(sub, "victim");
-		CHECK(v >= 0);
-		CHECK(t_file(v, "inner") == 0);
-	} else {
-		CHECK(t_file(sub, "victim") == 0);
-	}
-	CHECK(t_file(sub, "other") == 0);
-	CHECK(t_mixed(top, "more", 2, 3) == 0);
+	CHECK(t_paths(dfd, "tree/a", "tree/z", victim_is_dir ?
+		      "tree/sub/victim/inner" : "tree/sub/victim",
+		      "tree/sub/other", NULL) == 0);
+	CHECK(t_mixed(dfd, "tree/more", 2, 3) == 0);
 	CHECK(de_test_ctx_new(&ctx, &cfg, hook, &f) == 0);
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	CHECK(rc == -EIO);
@@ -66,24 +56,15 @@ out:
 		fprintf(stderr, "case op=%d err=%d\n", op, err);
 	de_ctx_free(ctx);
 	t_reps_free(&rs);
-	if (v >= 0)
-		close(v);
-	if (sub >= 0)
-		close(sub);
-	if (top >= 0)
-		close(top);
 	t_cleanup_sub(dfd, "tree");
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const int errs[] = { EIO, ENOMEM, EMFILE };
-	int ret = T_FAIL, dfd, i;
+	int ret = T_FAIL, i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (i = 0; i < 3; i++) {
 		CHECK(one(dfd, DE_OP_OPEN, errs[i], 1) == 0);
 		CHECK(one(dfd, DE_OP_READ, errs[i], 1) == 0);
@@ -92,7 +73,5 @@ int main(void)
 	CHECK(one(dfd, DE_OP_RMDIR, EIO, 1) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -96,21 +96,16 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const int oks[] = { 0, 1, 3, 8 };
-	int ret = T_FAIL, dfd, m;
+	int ret = T_FAIL, m;
 	size_t i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (i = 0; i < sizeof oks / sizeof oks[0]; i++)
 		for (m = 0; m < M_COUNT; m++)
 			CHECK(one(dfd, oks[i], m) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

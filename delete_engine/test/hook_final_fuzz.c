@@ -17,8 +17,6 @@
  * Bounded: SEEDS runs or DEADLINE seconds, whichever comes first. */
 #include "tutil.h"
 #include <dirent.h>
-#include <signal.h>
-#include <sys/mount.h>
 #include <time.h>
 
 #define SEEDS		400
@@ -47,8 +45,6 @@ static struct ent ents[MAXE];
 static int nents;
 static unsigned rng;
 static int base_fd = -1;
-static char mnt_path[4400];
-static volatile sig_atomic_t mounted;
 
 static unsigned rnd(unsigned n)
 {
@@ -82,13 +78,22 @@ static void gen(int parent, int depth)
 		gen(add(parent, 1), depth + 1);
 }
 
-/* Give entries their faults, actions and hook decisions. */
+/* e pretends op fails with err. */
+static void set_fault(struct ent *e, int op, int err)
+{
+	e->act = A_FAULT;
+	e->op = op;
+	e->err = err;
+}
+
+/* Give entries their faults, actions and hook decisions.  The rnd()
+ * calls keep their order: a seed's plan stays what it was. */
 static void plan(int can_mount)
 {
 	static const int open_errs[] = { EACCES, EIO, ENOTDIR, ENOENT, ELOOP,
 					 EMFILE, ESTALE };
 	static const int other_errs[] = { EIO, ENOENT, EACCES, EBUSY };
-	int i;
+	int i, op;
 
 	for (i = 0; i < nents; i++) {
 		struct ent *e = &ents[i];
@@ -96,17 +101,12 @@ static void plan(int can_mount)
 
 		if (e->isdir) {
 			if (r < 10) {
-				e->act = A_FAULT;
-				e->op = DE_OP_OPEN;
-				e->err = open_errs[rnd(7)];
+				set_fault(e, DE_OP_OPEN, open_errs[rnd(7)]);
 			} else if (r < 15) {
-				e->act = A_FAULT;
-				e->op = rnd(2) ? DE_OP_READ : DE_OP_STAT;
-				e->err = other_errs[rnd(4)];
+				op = rnd(2) ? DE_OP_READ : DE_OP_STAT;
+				set_fault(e, op, other_errs[rnd(4)]);
 			} else if (r < 19) {
-				e->act = A_FAULT;
-				e->op = DE_OP_RMDIR;
-				e->err = other_errs[rnd(4)];
+				set_fault(e, DE_OP_RMDIR, other_errs[rnd(4)]);
 			} else if (r < 24) {
 				e->act = A_VANISH;
 				e->op = rnd(2) ? DE_OP_OPEN : DE_OP_READ;
@@ -115,9 +115,7 @@ static void plan(int can_mount)
 				e->op = DE_OP_OPEN;
 			}
 		} else if (r < 6) {
-			e->act = A_FAULT;
-			e->op = DE_OP_UNLINK;
-			e->err = other_errs[rnd(4)];
+			set_fault(e, DE_OP_UNLINK, other_errs[rnd(4)]);
 		} else if (r < 9) {
 			e->dispose = 1 + (int)rnd(2);
 		}
@@ -218,26 +216,20 @@ static int fault(void *arg, int op, const char *name)
 	}
 }
 
+/* The hooks' arg: t_nest_report and t_nest_leave take it as it is. */
 struct run {
-	struct t_reps rs;
-	int depth, bad;
+	struct t_nest nest;	/* first */
 	int dfd;
 	int cancel_at;		/* enter_dir cancels at this call (0: never) */
 	int enters;
 };
-
-static void report(void *arg, const struct de_report *r)
-{
-	t_collect(&((struct run *)arg)->rs, r);
-}
 
 static int enter(void *arg, const char *rel, struct de_dirent *d, size_t n)
 {
 	struct run *run = arg;
 	size_t i;
 
-	(void)rel;
-	run->depth++;
+	t_nest_enter(arg, rel, d, n);
 	if (++run->enters == run->cancel_at)
 		return 1;
 	for (i = 0; i < n; i++) {
@@ -247,15 +239,6 @@ static int enter(void *arg, const char *rel, struct de_dirent *d, size_t n)
 			d[i].action = DE_A_KEEP;
 	}
 	return 0;
-}
-
-static void leave(void *arg, const char *rel)
-{
-	struct run *run = arg;
-
-	(void)rel;
-	if (--run->depth < 0)
-		run->bad = 1;
 }
 
 static enum de_action dispose(void *arg, int dirfd, const char *name,
@@ -286,18 +269,6 @@ static int count_fds(void)
 	return n;
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "hook_final_fuzz: de_remove() hangs\n";
-
-	(void)sig;
-	if (mounted)
-		umount2(mnt_path, MNT_DETACH);
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(T_FAIL);
-	_exit(T_FAIL);
-}
-
 static int build(int dfd)
 {
 	int i, fd;
@@ -312,15 +283,12 @@ static int build(int dfd)
 				 0644)) < 0 || close(fd))
 			return -1;
 		if (e->mount) {
-			snprintf(mnt_path, sizeof(mnt_path), "%s/%s", t_base,
-				 e->path);
-			if (mount("tmpfs", mnt_path, "tmpfs", 0, "size=1m")) {
+			fd = t_tmpfs(e->path);
+			if (fd < 0) {
 				e->mount = 0;
 				continue;
 			}
-			mounted = 1;
-			fd = open(mnt_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0 || t_file(fd, "inmount"))
+			if (t_file(fd, "inmount"))
 				return -1;
 			close(fd);
 		}
@@ -362,7 +330,7 @@ static int check(struct run *run, int rc, const struct de_summary *sum,
 	size_t k;
 	int i, tree_res = -1, tree_op = 0, tree_at = -1;
 
-	if (run->depth || run->bad) {
+	if (run->nest.depth || run->nest.bad) {
 		fprintf(stderr, "%s: enter/leave do not nest\n", mode);
 		return 1;
 	}
@@ -374,19 +342,19 @@ static int check(struct run *run, int rc, const struct de_summary *sum,
 				rc);
 			return 1;
 		}
-		for (k = 0; k < run->rs.n; k++)
+		for (k = 0; k < run->nest.rs.n; k++)
 			for (i = 0; (size_t)i < k; i++)
-				if (!strcmp(run->rs.v[i].path,
-					    run->rs.v[k].path)) {
+				if (!strcmp(run->nest.rs.v[i].path,
+					    run->nest.rs.v[k].path)) {
 					fprintf(stderr, "%s: %s reported "
 						"twice\n", mode,
-						run->rs.v[k].path);
+						run->nest.rs.v[k].path);
 					return 1;
 				}
 		return 0;
 	}
-	for (k = 0; k < run->rs.n; k++) {
-		const struct t_rep *r = &run->rs.v[k];
+	for (k = 0; k < run->nest.rs.n; k++) {
+		const struct t_rep *r = &run->nest.rs.v[k];
 
 		i = ent_of(r->path);
 		if (i == -3) {
@@ -460,9 +428,9 @@ static int check(struct run *run, int rc, const struct de_summary *sum,
 	}
 	total = sum->removed_total + sum->failed + sum->not_empty +
 		sum->skipped + sum->mounts + sum->kept + sum->vanished;
-	if (total != run->rs.n) {
+	if (total != run->nest.rs.n) {
 		fprintf(stderr, "%s: %zu reports, summary counts %llu\n", mode,
-			run->rs.n, (unsigned long long)total);
+			run->nest.rs.n, (unsigned long long)total);
 		return 1;
 	}
 	if (sum->skipped ? rc != -EDQUOT :
@@ -503,10 +471,10 @@ static int one(int dfd, unsigned seed, int can_mount)
 	memset(&run, 0, sizeof(run));
 	run.dfd = dfd;
 	h.arg = &run;
-	h.report = report;
+	h.report = t_nest_report;
 	if (mode <= 3) {
 		h.enter_dir = enter;
-		h.leave_dir = leave;
+		h.leave_dir = t_nest_leave;
 	}
 	if (mode <= 3 && rnd(5) == 0)
 		run.cancel_at = 1 + (int)rnd(6);
@@ -544,11 +512,11 @@ static int one(int dfd, unsigned seed, int can_mount)
 				"dispose=%d mount=%d\n", ents[i].path,
 				ents[i].act, ents[i].op, ents[i].err,
 				ents[i].keep, ents[i].dispose, ents[i].mount);
-		for (k = 0; k < run.rs.n; k++)
+		for (k = 0; k < run.nest.rs.n; k++)
 			fprintf(stderr, "  report %s %s op=%d err=%d\n",
-				run.rs.v[k].path,
-				de_result_name(run.rs.v[k].result),
-				run.rs.v[k].op, run.rs.v[k].err);
+				run.nest.rs.v[k].path,
+				de_result_name(run.nest.rs.v[k].result),
+				run.nest.rs.v[k].op, run.nest.rs.v[k].err);
 	}
 	if (ret == 0)
 		for (i = 0; i < nents; i++)
@@ -562,12 +530,8 @@ static int one(int dfd, unsigned seed, int can_mount)
 			}
 out:
 	de_ctx_free(ctx);
-	t_reps_free(&run.rs);
-	if (mounted) {
-		if (umount2(mnt_path, MNT_DETACH))
-			fprintf(stderr, "umount %s failed\n", mnt_path);
-		mounted = 0;
-	}
+	t_reps_free(&run.nest.rs);
+	t_umount(-1);
 	rm_tree(dfd, "tree");
 	for (i = 0; i < nents; i++) {
 		char moved[64];
@@ -580,16 +544,13 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd, can_mount;
+	int ret = T_FAIL, can_mount;
 	time_t t0 = time(NULL);
 	unsigned seed;
 
-	signal(SIGALRM, on_alarm);
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
+	t_fail_on_alarm("hook_final_fuzz");
 	base_fd = dfd;
 	can_mount = geteuid() == 0;
 	for (seed = 1; seed <= SEEDS; seed++) {
@@ -601,7 +562,5 @@ int main(void)
 	}
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

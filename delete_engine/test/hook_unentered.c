@@ -8,15 +8,12 @@
  * (issue 22), so an alarm turns a hang into a failure.  Hook mode runs
  * with 1 and 2 workers, and serially (max_delete) for comparison. */
 #include "tutil.h"
-#include <signal.h>
-#include <sys/mount.h>
 
 enum how { H_EACCES, H_EIO, H_SWAP, H_GONE, H_MOUNT, H_COUNT };
 
 static const char *how_name[] = { "EACCES", "EIO", "swap", "gone", "mount" };
 
-static char victim[4200], moved[4200], mnt_path[4200];
-static volatile sig_atomic_t mounted;
+static char victim[4200], moved[4200];
 
 static int fault(void *arg, int op, const char *name)
 {
@@ -48,44 +45,6 @@ static int fault(void *arg, int op, const char *name)
 	}
 }
 
-struct hk {
-	struct t_reps rs;
-	int depth, bad;
-};
-
-static void report(void *arg, const struct de_report *r)
-{
-	t_collect(&((struct hk *)arg)->rs, r);
-}
-
-static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
-{
-	(void)rel; (void)e; (void)n;
-	((struct hk *)arg)->depth++;
-	return 0;
-}
-
-static void leave(void *arg, const char *rel)
-{
-	struct hk *h = arg;
-
-	(void)rel;
-	if (--h->depth < 0)
-		h->bad = 1;
-}
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "hook_unentered: de_remove() hangs\n";
-
-	(void)sig;
-	if (mounted)
-		umount2(mnt_path, MNT_DETACH);
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(T_FAIL);
-	_exit(T_FAIL);
-}
-
 /* Returns 0 (passed), 1 (failed) or 77 (this case needs root). */
 static int one(int dfd, enum how how, unsigned threads, long long maxdel)
 {
@@ -93,45 +52,28 @@ static int one(int dfd, enum how how, unsigned threads, long long maxdel)
 	struct de_hooks h = { 0 };
 	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
-	struct hk hk = { { 0 }, 0, 0 };
+	struct t_nest hk = { { 0 }, 0, 0 };
 	struct t_rep *r;
 	de_ctx *ctx = NULL;
-	int ret = 1, rc, top = -1, a = -1, v = -1, fd;
+	int ret = 1, rc, v = -1;
 	enum how cur = how;
 
 	h.arg = &hk;
-	h.report = report;
-	h.enter_dir = enter;
-	h.leave_dir = leave;
-	top = t_dir(dfd, "tree");
-	CHECK(top >= 0);
-	a = t_dir(top, "a");
-	CHECK(a >= 0 && t_file(a, "f") == 0);
-	fd = t_dir(a, "z");
-	CHECK(fd >= 0 && t_file(fd, "y") == 0);
-	close(fd);
-	fd = t_dir(top, "b");
-	CHECK(fd >= 0 && t_file(fd, "g") == 0);
-	close(fd);
-	v = t_dir(a, "victim");
+	h.report = t_nest_report;
+	h.enter_dir = t_nest_enter;
+	h.leave_dir = t_nest_leave;
+	CHECK(t_paths(dfd, "tree/a/f", "tree/a/z/y", "tree/b/g", NULL) == 0);
+	v = t_dir(dfd, "tree/a/victim");
 	CHECK(v >= 0);
 	snprintf(victim, sizeof(victim), "%s/tree/a/victim", t_base);
 	snprintf(moved, sizeof(moved), "%s/moved", t_base);
 	if (how == H_MOUNT) {
-		if (geteuid() != 0) {
-			ret = T_SKIP;
-			goto out;
-		}
-		snprintf(mnt_path, sizeof(mnt_path), "%s", victim);
 		close(v);
-		v = -1;
-		if (mount("tmpfs", mnt_path, "tmpfs", 0, "size=1m")) {
+		v = t_tmpfs("tree/a/victim");
+		if (v < 0) {
 			ret = T_SKIP;
 			goto out;
 		}
-		mounted = 1;
-		v = open(mnt_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		CHECK(v >= 0);
 	}
 	CHECK(t_file(v, "inner") == 0);
 
@@ -187,33 +129,20 @@ out:
 			how_name[how], threads, maxdel);
 	de_ctx_free(ctx);
 	t_reps_free(&hk.rs);
-	if (v >= 0)
-		close(v);
-	if (a >= 0)
-		close(a);
-	if (top >= 0)
-		close(top);
-	if (mounted) {
-		if (umount2(mnt_path, MNT_DETACH))
-			fprintf(stderr, "umount %s failed\n", mnt_path);
-		mounted = 0;
-	}
+	t_umount(v);
 	t_cleanup_sub(dfd, "tree");
 	t_cleanup_sub(dfd, "moved");
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const unsigned threads[] = { 1, 2 };
 	static const long long maxdel[] = { -1, 1000 };
-	int ret = T_FAIL, dfd, how, i, j, rc, skipped = 0;
+	int ret = T_FAIL, how, i, j, rc, skipped = 0;
 
-	signal(SIGALRM, on_alarm);
+	t_fail_on_alarm("hook_unentered");
 	alarm(30);
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (how = 0; how < H_COUNT; how++)
 		for (i = 0; i < 2; i++)
 			for (j = 0; j < 2; j++) {
@@ -228,7 +157,5 @@ int main(void)
 		fprintf(stderr, "mount cases skipped (not root)\n");
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

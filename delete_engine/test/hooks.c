@@ -68,7 +68,7 @@ static int one(int dfd, long long maxdel)
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
 	de_ctx *ctx = NULL;
-	int ret = -1, rc, top = -1, d = -1;
+	int ret = -1, rc;
 	long total;
 
 	memset(&s, 0, sizeof(s));
@@ -77,13 +77,8 @@ static int one(int dfd, long long maxdel)
 	h.arg = &s;
 	h.enter_dir = enter;
 	h.leave_dir = leave;
-	top = t_dir(dfd, "tree");
-	CHECK(top >= 0);
-	CHECK(t_mixed(top, "m", 3, 3) == 0);
-	d = t_dir(top, "sub");
-	CHECK(d >= 0);
-	CHECK(t_file(d, "keepme") == 0 && t_file(d, "x") == 0);
-	CHECK(t_mixed(d, "moved", 1, 2) == 0);
+	CHECK(t_keepme_tree(dfd) == 0);
+	CHECK(t_mixed(dfd, "tree/sub/moved", 1, 2) == 0);
 	total = t_count(dfd, "tree");
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
@@ -107,27 +102,18 @@ out:
 			s.bad, s.depth, s.enters, maxdel);
 	de_ctx_free(ctx);
 	t_reps_free(&rs);
-	if (d >= 0)
-		close(d);
-	if (top >= 0)
-		close(top);
 	t_cleanup_sub(dfd, "tree");
 	t_cleanup_sub(dfd, "backup-*");
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd;
+	int ret = T_FAIL;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(one(dfd, -1) == 0);
 	CHECK(one(dfd, 1000000) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

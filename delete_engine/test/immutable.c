@@ -20,16 +20,13 @@ static int set_immutable(int dfd, const char *name, int on)
 	return rc;
 }
 
-int main(void)
+int test(int dfd)
 {
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	struct t_rep *r;
-	int ret = T_FAIL, dfd, wd = -1, t = -1, s = -1, rc;
+	int ret = T_FAIL, wd = -1, rc;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(t_file(dfd, "probe") == 0);
 	if (set_immutable(dfd, "probe", 1) == 0) {
 		set_immutable(dfd, "probe", 0);
@@ -42,18 +39,15 @@ int main(void)
 		}
 	}
 	CHECK(wd >= 0);
-	t = t_dir(wd, "tree");
-	CHECK(t >= 0);
-	CHECK(t_mixed(t, "other", 2, 3) == 0);
-	s = t_dir(t, "sub");
-	CHECK(s >= 0);
-	CHECK(t_file(s, "imm") == 0 && t_file(s, "a") == 0);
-	if (set_immutable(s, "imm", 1)) {
+	CHECK(mkdirat(wd, "tree", 0755) == 0);
+	CHECK(t_mixed(wd, "tree/other", 2, 3) == 0);
+	CHECK(t_paths(wd, "tree/sub/imm", "tree/sub/a", NULL) == 0);
+	if (set_immutable(wd, "tree/sub/imm", 1)) {
 		ret = T_SKIP;
 		goto out;
 	}
 	rc = t_remove(wd, "tree", 2, 0, -1, &rs, &sum);
-	set_immutable(s, "imm", 0);
+	set_immutable(wd, "tree/sub/imm", 0);
 	CHECK(rc == -EIO);
 	r = t_find(&rs, "tree/sub/imm");
 	CHECK(r && r->result == DE_R_FAILED && r->op == DE_OP_UNLINK &&
@@ -66,14 +60,8 @@ int main(void)
 	ret = T_PASS;
 out:
 	t_reps_free(&rs);
-	if (s >= 0) {
-		set_immutable(s, "imm", 0);
-		close(s);
-	}
-	if (t >= 0)
-		close(t);
-	t_loop_umount(wd);
-	close(dfd);
-	t_cleanup();
+	if (wd >= 0)
+		set_immutable(wd, "tree/sub/imm", 0);
+	t_umount(wd);
 	return ret;
 }

@@ -93,7 +93,7 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	return t_as_nobody(run);
+	return t_as_nobody(dfd, run);
 }

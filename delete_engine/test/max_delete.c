@@ -100,13 +100,10 @@ out:
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd;
+	int ret = T_FAIL;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	CHECK(one(dfd, 37, 0) == 0);
 	CHECK(one(dfd, 1, 0) == 0);
 	CHECK(one(dfd, 0, 0) == 0);
@@ -115,7 +112,5 @@ int main(void)
 	CHECK(taken(dfd, 37, 5, DE_F_DRY_RUN) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

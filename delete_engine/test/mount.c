@@ -4,36 +4,26 @@
 #include "tutil.h"
 #include <sys/mount.h>
 
-int main(void)
+int test(int dfd)
 {
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	struct t_rep *r;
-	char mnt[4200], bind[4200], src[4200];
-	int ret = T_FAIL, dfd, t = -1, m = -1, rc, mounted = 0, bound = 0;
+	char bind[4200], src[4200];
+	int ret = T_FAIL, m = -1, rc, bound = 0;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
-	if (geteuid() != 0) {
+	CHECK(mkdirat(dfd, "tree", 0755) == 0);
+	CHECK(t_mixed(dfd, "tree/plain", 2, 2) == 0);
+	CHECK(t_paths(dfd, "tree/mnt/", "tree/bind/", NULL) == 0);
+	CHECK(t_mixed(dfd, "bsrc", 1, 2) == 0);
+	m = t_tmpfs("tree/mnt");
+	if (m < 0) {
 		ret = T_SKIP;
 		goto out;
 	}
-	t = t_dir(dfd, "tree");
-	CHECK(t >= 0);
-	CHECK(t_mixed(t, "plain", 2, 2) == 0);
-	CHECK(mkdirat(t, "mnt", 0755) == 0 && mkdirat(t, "bind", 0755) == 0);
-	CHECK(t_mixed(dfd, "bsrc", 1, 2) == 0);
-	snprintf(mnt, sizeof(mnt), "%s/tree/mnt", t_base);
+	CHECK(t_file(m, "keep") == 0);
 	snprintf(bind, sizeof(bind), "%s/tree/bind", t_base);
 	snprintf(src, sizeof(src), "%s/bsrc", t_base);
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m")) {
-		ret = T_SKIP;
-		goto out;
-	}
-	mounted = 1;
-	m = open(mnt, O_RDONLY | O_DIRECTORY);
-	CHECK(m >= 0 && t_file(m, "keep") == 0);
 	bound = mount(src, bind, NULL, MS_BIND, NULL) == 0;
 	rc = t_remove(dfd, "tree", 2, 0, -1, &rs, &sum);
 #ifdef DE_PORTABLE
@@ -65,15 +55,8 @@ int main(void)
 	ret = T_PASS;
 out:
 	t_reps_free(&rs);
-	if (m >= 0)
-		close(m);
-	if (t >= 0)
-		close(t);
 	if (bound && umount2(bind, MNT_DETACH))
 		fprintf(stderr, "umount bind failed\n");
-	if (mounted && umount2(mnt, MNT_DETACH))
-		fprintf(stderr, "umount tmpfs failed\n");
-	close(dfd);
-	t_cleanup();
+	t_umount(m);
 	return ret;
 }

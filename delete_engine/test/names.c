@@ -2,7 +2,7 @@
  * spaces are removed and reported byte-exactly. */
 #include "tutil.h"
 
-int main(void)
+int test(int dfd)
 {
 	static const char *names[] = { "new\nline", "\xff\xfe\x80", "-rf",
 				       "--", " lead space", "trail ", "*?[",
@@ -10,13 +10,10 @@ int main(void)
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	char longname[256];
-	int ret = T_FAIL, dfd, top = -1, d, rc;
+	int ret = T_FAIL, top = -1, d, rc;
 	size_t i;
 	char path[600];
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	top = t_dir(dfd, "-tree");
 	CHECK(top >= 0);
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -52,7 +49,5 @@ out:
 	t_reps_free(&rs);
 	if (top >= 0)
 		close(top);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

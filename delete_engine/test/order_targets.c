@@ -44,17 +44,14 @@ static int check(const struct de_target *in, const struct de_target *out,
 	return seen == NT - ndirs;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static char names[NT][8];
 	struct de_target in[NT], t[NT];
 	struct de_config cfg = { 0 };
 	de_ctx *ctx = NULL;
-	int ret = T_FAIL, dfd;
+	int ret = T_FAIL;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	fill(in, names);
 
 	/* DE_F_NO_ADAPT: no serial (canonical) run, whatever TMPDIR is on. */
@@ -82,7 +79,5 @@ int main(void)
 	ret = T_PASS;
 out:
 	de_ctx_free(ctx);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

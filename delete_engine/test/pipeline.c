@@ -24,71 +24,40 @@ static void leave(void *arg, const char *rel)
 	(void)arg; (void)rel;
 }
 
-/* A chain of LEVELS directories; halfway down, FAN siblings with FILES
- * files and a 3-level chain each.  Returns the number of directories
- * made (with "tree"), or -1. */
-static int build(int dfd)
+/* Halfway down the chain, FAN siblings with FILES files and a 3-level
+ * chain each. */
+static int fan(int fd, int level, void *arg)
 {
-	int fd = t_dir(dfd, "tree"), dirs = 1, i, j, k;
+	int dirs = 0, j, n;
 	char name[32];
 
-	if (fd < 0)
-		return -1;
-	for (i = 0; i < LEVELS; i++) {
-		int n;
-
-		if (t_files(fd, "f%02d", FILES))
-			goto fail;
-		if (i == LEVELS / 2) {
-			for (j = 0; j < FAN; j++) {
-				int s;
-
-				snprintf(name, sizeof(name), "w%02d", j);
-				s = t_dir(fd, name);
-				if (s < 0)
-					goto fail;
-				dirs++;
-				for (k = 0; k < 3; k++) {
-					int c;
-
-					if (t_files(s, "f%02d", FILES)) {
-						close(s);
-						goto fail;
-					}
-					c = t_dir(s, "c");
-					close(s);
-					if (c < 0)
-						goto fail;
-					s = c;
-					dirs++;
-				}
-				close(s);
-			}
-		}
-		n = t_dir(fd, "dd");
-		close(fd);
-		fd = n;
-		if (fd < 0)
+	(void)arg;
+	if (level != LEVELS / 2)
+		return 0;
+	for (j = 0; j < FAN; j++) {
+		snprintf(name, sizeof(name), "w%02d", j);
+		n = t_chain(fd, name, "c", 3, "f%02d", FILES, NULL, NULL);
+		if (n < 0)
 			return -1;
-		dirs++;
+		dirs += n;
 	}
-	close(fd);
 	return dirs;
-fail:
-	close(fd);
-	return -1;
 }
 
-int main(void)
+/* A chain of LEVELS directories, with the fan.  Returns the number of
+ * directories made (with "tree"), or -1. */
+static int build(int dfd)
+{
+	return t_chain(dfd, "tree", "dd", LEVELS, "f%02d", FILES, fan, NULL);
+}
+
+int test(int dfd)
 {
 	static const unsigned threads[] = { 2, 4 };
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
-	int ret = T_FAIL, dfd, dirs, files, rc, mode, ti;
+	int ret = T_FAIL, dirs, files, rc, mode, ti;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (ti = 0; ti < 2; ti++) {
 		for (mode = 0; mode < 3; mode++) {
 			struct de_config cfg = { .threads = threads[ti],
@@ -133,7 +102,5 @@ int main(void)
 	ret = T_PASS;
 out:
 	t_reps_free(&rs);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

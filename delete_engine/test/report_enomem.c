@@ -34,7 +34,7 @@ static int hook(void *arg, int op, const char *name)
 	return 0;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const char *names[] = { "a", "b", "c", "victim" };
 	struct de_config cfg = { .threads = 1, .max_delete = -1,
@@ -44,11 +44,8 @@ int main(void)
 	struct de_hooks h = { 0 };
 	struct de_summary sum;
 	de_ctx *ctx = NULL;
-	int ret = T_FAIL, dfd, rc, i;
+	int ret = T_FAIL, rc, i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (i = 0; i < 4; i++) {
 		CHECK(t_file(dfd, names[i]) == 0);
 		t[i].name = names[i];
@@ -72,7 +69,5 @@ int main(void)
 out:
 	atomic_store(&armed, 0);
 	de_ctx_free(ctx);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

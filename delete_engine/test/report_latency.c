@@ -39,7 +39,7 @@ static void on_report(void *arg, const struct de_report *r)
 		s->a_first = now_ms();
 }
 
-int main(void)
+int test(int dfd)
 {
 	struct de_config cfg = { .threads = 2, .flags = DE_F_NO_ADAPT,
 				 .max_delete = -1, .progress_ms = 100 };
@@ -47,12 +47,9 @@ int main(void)
 	struct st s = { 0 };
 	struct de_hooks h;
 	de_ctx *ctx = NULL;
-	int ret = T_FAIL, dfd, fd, fd2, rc;
+	int ret = T_FAIL, fd, fd2, rc;
 	uint64_t t1;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	fd = t_dir(dfd, "t");
 	CHECK(fd >= 0);
 	fd2 = t_dir(fd, "a");
@@ -86,7 +83,5 @@ int main(void)
 out:
 	if (ctx)
 		de_ctx_free(ctx);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

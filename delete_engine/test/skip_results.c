@@ -58,18 +58,15 @@ static int run(int dfd, unsigned flags, unsigned skip, struct t_reps *rs,
 	return rc;
 }
 
-int main(void)
+int test(int dfd)
 {
 	static const unsigned modes[] = { 0, DE_F_ORDERED, DE_F_DRY_RUN };
 	const unsigned skip = (1u << DE_R_REMOVED) | (1u << DE_R_VANISHED);
 	struct t_reps all = { 0 }, few = { 0 };
 	struct de_summary s1, s2;
-	int ret = T_FAIL, dfd, rc;
+	int ret = T_FAIL, rc;
 	size_t m, i;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 		CHECK(make_tree(dfd) == 0);
 		rc = run(dfd, modes[m], 0, &all, &s1);
@@ -108,7 +105,5 @@ int main(void)
 out:
 	t_reps_free(&all);
 	t_reps_free(&few);
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

@@ -3,15 +3,12 @@
  * (renameat2 RENAME_EXCHANGE, over 1,000 swaps in all).  The sentinel tree
  * must stay untouched whatever the engine reports. */
 #include "tutil.h"
-#include <pthread.h>
-#include <stdatomic.h>
 #include <sys/syscall.h>
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-static atomic_int stop;
 static atomic_long swaps;
 static int g_dfd;
 
@@ -25,7 +22,7 @@ static void *swapper(void *arg)
 	unsigned i = 0;
 
 	(void)arg;
-	while (!atomic_load(&stop)) {
+	while (!atomic_load(&t_stop)) {
 		const char **p = pairs[i++ % 3];
 
 		if (syscall(SYS_renameat2, g_dfd, p[0], g_dfd, p[1],
@@ -71,27 +68,19 @@ static int build(int dfd, const char *base)
 	return rc ? -1 : 0;
 }
 
-int main(void)
+int test(int dfd)
 {
-	pthread_t th;
-	int ret = T_FAIL, dfd, iter, rc;
+	int ret = T_FAIL, iter, rc;
 	long sentinel;
 
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	g_dfd = dfd;
 	CHECK(t_mixed(dfd, "outside", 2, 4) == 0);
 	sentinel = t_count(dfd, "outside");
 	for (iter = 0; iter < 400 &&
 	     (iter < 50 || atomic_load(&swaps) < 1000); iter++) {
 		CHECK(build(dfd, t_base) == 0);
-		atomic_store(&stop, 0);
-		CHECK(pthread_create(&th, NULL, swapper, NULL) == 0);
-		rc = t_remove(dfd, "tree", 2, iter % 2 ? DE_F_ORDERED : 0,
-			      -1, NULL, NULL);
-		atomic_store(&stop, 1);
-		pthread_join(th, NULL);
+		rc = t_remove_racing(swapper, dfd, "tree",
+				     iter % 2 ? DE_F_ORDERED : 0, NULL);
 		CHECK(rc == 0 || rc == -EIO);
 		CHECK(t_count(dfd, "outside") == sentinel);
 		t_cleanup_sub(dfd, "tree");
@@ -100,7 +89,5 @@ int main(void)
 	CHECK(atomic_load(&swaps) >= 1000);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }

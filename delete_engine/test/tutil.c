@@ -1,7 +1,11 @@
 /*
- * tutil.c - helpers shared by the engine tests (declared in tutil.h).
+ * tutil.c - helpers shared by the engine tests, and their main()
+ * (declared in tutil.h).
  */
 #include "tutil.h"
+
+#include <signal.h>
+#include <time.h>
 
 char t_base[4096];
 
@@ -32,28 +36,34 @@ void t_cleanup(void)
 	t_base[0] = 0;
 }
 
-/*
- * Make the temp dir and run fn there as nobody (uid and gid 65534, in a
- * child, with the dir handed to nobody) when root, else as ourselves, so
- * that permission checks apply; then remove the dir.  Returns fn's
- * T_PASS/T_FAIL, or T_SKIP when nobody cannot be had.
- */
-int t_as_nobody(int (*fn)(void))
+/* Every test's main(): see test() in tutil.h. */
+int main(void)
 {
-	int ret = T_FAIL, dfd, st;
-	pid_t pid;
+	int dfd = t_mktemp(), ret;
 
-	dfd = t_mktemp();
 	if (dfd < 0)
 		return T_FAIL;
-	if (geteuid() != 0) {
-		ret = fn();
-		goto out;
-	}
-	if (chown(t_base, 65534, 65534)) {
-		ret = T_SKIP;
-		goto out;
-	}
+	ret = test(dfd);
+	close(dfd);
+	t_cleanup();
+	return ret;
+}
+
+/*
+ * Run fn as nobody (uid and gid 65534, in a child, with the temp dir dfd
+ * handed to nobody: fn opens it again, as nobody) when root, else as
+ * ourselves, so that permission checks apply.  Returns fn's
+ * T_PASS/T_FAIL, or T_SKIP when nobody cannot be had.
+ */
+int t_as_nobody(int dfd, int (*fn)(void))
+{
+	pid_t pid;
+	int st;
+
+	if (geteuid() != 0)
+		return fn();
+	if (fchown(dfd, 65534, 65534))
+		return T_SKIP;
 	pid = fork();
 	if (pid == 0) {
 		if (setgid(65534) || setuid(65534))
@@ -61,20 +71,25 @@ int t_as_nobody(int (*fn)(void))
 		_exit(fn());
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		goto out;
-	ret = WEXITSTATUS(st);
-out:
-	close(dfd);
-	t_cleanup();
-	return ret;
+		return T_FAIL;
+	return WEXITSTATUS(st);
 }
 
-char t_mnt[sizeof(t_base) + 8];
+char t_mnt[sizeof(t_base) + 256];
+
+/* An fd of what was just mounted on t_mnt, or -1 (then unmounted). */
+static int mnt_fd(void)
+{
+	int fd = open(t_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 && umount2(t_mnt, MNT_DETACH) == 0)
+		t_mnt[0] = 0;
+	return fd;
+}
 
 int t_loop_mount(const char *size, const char *mkfs)
 {
 	char cmd[4 * sizeof(t_base) + 300];
-	int fd;
 
 	if (geteuid() != 0 || !t_base[0])
 		return -1;
@@ -87,20 +102,52 @@ int t_loop_mount(const char *size, const char *mkfs)
 		t_mnt[0] = 0;
 		return -1;
 	}
-	fd = open(t_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && umount2(t_mnt, MNT_DETACH) == 0)
-		t_mnt[0] = 0;
-	return fd;
+	return mnt_fd();
 }
 
-/* Close fd (if >= 0) and unmount what t_loop_mount() mounted, if any. */
-void t_loop_umount(int fd)
+int t_tmpfs(const char *path)
+{
+	if (geteuid() != 0 || !t_base[0] ||
+	    snprintf(t_mnt, sizeof(t_mnt), "%s/%s", t_base, path) >=
+	    (int)sizeof(t_mnt) ||
+	    mount("tmpfs", t_mnt, "tmpfs", 0, "size=1m")) {
+		t_mnt[0] = 0;
+		return -1;
+	}
+	return mnt_fd();
+}
+
+/* Close fd (if >= 0) and unmount what t_loop_mount() or t_tmpfs()
+ * mounted, if anything. */
+void t_umount(int fd)
 {
 	if (fd >= 0)
 		close(fd);
 	if (t_mnt[0] && umount2(t_mnt, MNT_DETACH))
 		fprintf(stderr, "umount %s failed\n", t_mnt);
 	t_mnt[0] = 0;
+}
+
+static char alarm_msg[128];
+static size_t alarm_len;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* Else the tmpfs stays mounted after we are gone. */
+	if (t_mnt[0])
+		umount2(t_mnt, MNT_DETACH);
+	if (write(2, alarm_msg, alarm_len) < 0)
+		_exit(T_FAIL);
+	_exit(T_FAIL);
+}
+
+void t_fail_on_alarm(const char *name)
+{
+	snprintf(alarm_msg, sizeof(alarm_msg), "%s: de_remove() hangs\n",
+		 name);
+	alarm_len = strlen(alarm_msg);
+	signal(SIGALRM, on_alarm);
 }
 
 /* rm -rf base/name (to reset between sub-cases). */
@@ -123,6 +170,32 @@ int t_file(int dfd, const char *name)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+int t_paths(int dfd, ...)
+{
+	char p[4096], *s;
+	const char *path;
+	va_list ap;
+	int rc = 0;
+
+	va_start(ap, dfd);
+	while (!rc && (path = va_arg(ap, const char *))) {
+		if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p)) {
+			rc = -1;
+			break;
+		}
+		/* Each '/' ends a directory: cut the path there, make it. */
+		for (s = p; !rc && (s = strchr(s, '/')); *s++ = '/') {
+			*s = 0;
+			if (mkdirat(dfd, p, 0755) && errno != EEXIST)
+				rc = -1;
+		}
+		if (!rc && *p && p[strlen(p) - 1] != '/')
+			rc = t_file(dfd, p);
+	}
+	va_end(ap);
+	return rc;
 }
 
 /* mkdir name in dfd and return an fd for it, or -1. */
@@ -230,6 +303,66 @@ int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
 	return rc;
 }
 
+atomic_int t_stop;
+
+int t_remove_racing(void *(*racer)(void *), int dfd, const char *name,
+		    unsigned flags, struct t_reps *rs)
+{
+	pthread_t th;
+	int rc;
+
+	atomic_store(&t_stop, 0);
+	rc = pthread_create(&th, NULL, racer, NULL);
+	if (rc) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(rc));
+		return -rc;
+	}
+	rc = t_remove(dfd, name, 2, flags, -1, rs, NULL);
+	atomic_store(&t_stop, 1);
+	pthread_join(th, NULL);
+	return rc;
+}
+
+double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int t_remove_timed(de_ctx *ctx, int dfd, const struct de_target *t,
+		   const struct de_hooks *h, struct de_summary *sum,
+		   double *took)
+{
+	double t0 = t_now();
+	int rc = de_remove(ctx, dfd, t, 1, h, NULL, sum);
+
+	*took = t_now() - t0;
+	return rc;
+}
+
+void t_nest_report(void *arg, const struct de_report *r)
+{
+	t_collect(&((struct t_nest *)arg)->rs, r);
+}
+
+int t_nest_enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
+{
+	(void)rel; (void)e; (void)n;
+	((struct t_nest *)arg)->depth++;
+	return 0;
+}
+
+void t_nest_leave(void *arg, const char *rel)
+{
+	struct t_nest *nest = arg;
+
+	(void)rel;
+	if (--nest->depth < 0)
+		nest->bad = 1;
+}
+
 void t_names_add(struct t_names *ns, const char *s)
 {
 	if (ns->n == ns->cap) {
@@ -330,6 +463,14 @@ int t_mixed(int dfd, const char *name, int depth, int fanout)
 	return rc;
 }
 
+int t_keepme_tree(int dfd)
+{
+	if (mkdirat(dfd, "tree", 0755) || t_mixed(dfd, "tree/m", 3, 3) ||
+	    t_paths(dfd, "tree/sub/keepme", "tree/sub/x", NULL))
+		return -1;
+	return 0;
+}
+
 int t_files(int fd, const char *fmt, int n)
 {
 	char name[256];
@@ -341,4 +482,28 @@ int t_files(int fd, const char *fmt, int n)
 			return -1;
 	}
 	return 0;
+}
+
+int t_chain(int dfd, const char *name, const char *sub, int levels,
+	    const char *fmt, int files,
+	    int (*each)(int fd, int level, void *arg), void *arg)
+{
+	int fd = t_dir(dfd, name), dirs = 1, level, n;
+
+	for (level = 0; fd >= 0 && level < levels; level++) {
+		n = t_files(fd, fmt, files) ? -1 :
+		    each ? each(fd, level, arg) : 0;
+		if (n < 0) {
+			close(fd);
+			return -1;
+		}
+		dirs += n + 1;
+		n = t_dir(fd, sub);
+		close(fd);
+		fd = n;
+	}
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return dirs;
 }

@@ -8,7 +8,6 @@
  * tree both exited 23 and could leave an empty directory behind (issue
  * 22).  In every mode: unordered, ordered, enter_dir, serial. */
 #include "tutil.h"
-#include <signal.h>
 
 enum when { W_OPEN, W_READ, W_UNLINK, W_COUNT };
 enum mode { M_UNORDERED, M_ORDERED, M_HOOK, M_SERIAL, M_COUNT };
@@ -67,16 +66,6 @@ static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
 	return 0;
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "vanished_dir: de_remove() hangs\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(T_FAIL);
-	_exit(T_FAIL);
-}
-
 static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 {
 	struct de_config cfg = { .threads = threads, .max_delete = -1 };
@@ -86,7 +75,7 @@ static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 	struct t_reps rs = { 0 };
 	struct t_rep *r;
 	de_ctx *ctx = NULL;
-	int ret = -1, rc, top = -1, a = -1, v = -1, fd;
+	int ret = -1, rc;
 	int cur = when;
 
 	if (mode == M_ORDERED)
@@ -97,15 +86,8 @@ static int one(int dfd, enum when when, enum mode mode, unsigned threads)
 	h.report = t_collect;
 	if (mode == M_HOOK)
 		h.enter_dir = enter;
-	top = t_dir(dfd, "tree");
-	CHECK(top >= 0);
-	a = t_dir(top, "a");
-	CHECK(a >= 0 && t_file(a, "g") == 0);
-	v = t_dir(a, "victim");
-	CHECK(v >= 0 && t_file(v, "f1") == 0 && t_file(v, "f2") == 0);
-	fd = t_dir(top, "b");
-	CHECK(fd >= 0 && t_file(fd, "h") == 0);
-	close(fd);
+	CHECK(t_paths(dfd, "tree/a/g", "tree/a/victim/f1", "tree/a/victim/f2",
+		      "tree/b/h", NULL) == 0);
 	snprintf(victim, sizeof(victim), "%s/tree/a/victim", t_base);
 
 	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &cur) == 0);
@@ -128,26 +110,17 @@ out:
 			mode_name[mode], threads);
 	de_ctx_free(ctx);
 	t_reps_free(&rs);
-	if (v >= 0)
-		close(v);
-	if (a >= 0)
-		close(a);
-	if (top >= 0)
-		close(top);
 	t_cleanup_sub(dfd, "tree");
 	return ret;
 }
 
-int main(void)
+int test(int dfd)
 {
-	int ret = T_FAIL, dfd, w, m;
+	int ret = T_FAIL, w, m;
 	unsigned th;
 
-	signal(SIGALRM, on_alarm);
+	t_fail_on_alarm("vanished_dir");
 	alarm(60);
-	dfd = t_mktemp();
-	if (dfd < 0)
-		return T_FAIL;
 	for (w = 0; w < W_COUNT; w++)
 		for (m = 0; m < M_COUNT; m++)
 			for (th = 1; th <= 2; th++)
@@ -155,7 +128,5 @@ int main(void)
 					  th) == 0);
 	ret = T_PASS;
 out:
-	close(dfd);
-	t_cleanup();
 	return ret;
 }
