@@ -19,10 +19,11 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # fusermount3 and the sftp-server it talks to) for a FUSE file system whose
 # readdir inode numbers are not stat's.
 # mount (mount, losetup) and passwd (useradd) are not Essential either;
-# upstream's chown and devices tests need fakeroot when not run as root.
+# upstream's chown and devices tests need fakeroot when not run as root;
+# strace counts the threads a deletion starts (delete-one-context).
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
-	openssh-sftp-server"
+	openssh-sftp-server strace"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
 	openssh-server openssh-client sshfs fuse3 openssh-sftp-server"
 # make deb builds with debhelper; check-deb runs lintian and man.
