@@ -71,6 +71,23 @@ struct de_config {
 	 * commit, bursts in few (docs/BENCHMARKS.md, "polite").
 	 */
 	unsigned rate_burst;
+	/*
+	 * Politeness that adapts (with rate): rate applies only while other
+	 * processes wait for I/O, and otherwise rate_max (0: as fast as
+	 * possible).  The engine tells them apart with quiet windows: all
+	 * removals stop for a moment and the stall time that grows then is
+	 * others' (pace.c).  Without a signal (no PSI, not Linux), rate
+	 * applies throughout.
+	 */
+	int adaptive;
+	unsigned rate_max;
+	/*
+	 * With adaptive: the signal, the total time in microseconds that
+	 * some task has waited for I/O, ever growing; 0 and *us, or -1 when
+	 * there is none.  NULL: Linux's /proc/pressure/io ("some total=").
+	 */
+	int (*pressure)(void *arg, uint64_t *us);
+	void *pressure_arg;
 };
 
 /* The operation that failed (de_report.op). */
@@ -123,6 +140,8 @@ struct de_progress {
 	uint64_t failed;
 	uint64_t dirs_pending;	/* directories started, not finished */
 	uint64_t elapsed_ms;
+	/* The pace now, removals per second; 0: no limit. */
+	unsigned pace;
 };
 
 struct de_hooks {

@@ -232,13 +232,23 @@ struct de_ctx {
 	 * it moves pbuf_node to the parent first (run.c free_node). */
 	const struct de__node *pbuf_node;
 
-	/* pace.c: the rate limit (pace_mu guards the pace_*_ns and
-	 * pace_burst_left). */
+	/* pace.c: the rate limit (pace_mu guards the pace_* fields;
+	 * pace_gap_ns and pace_free_ns are also read without it). */
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
 	uint64_t pace_burst_ns;			/* this burst's start */
 	unsigned pace_burst_left;		/* removals left in it */
+	/* Adaptive politeness (cfg.adaptive with a signal). */
+	int pace_adapt;
+	int pace_busy;				/* others wait: cfg.rate */
+	int pace_psi_fd;			/* /proc/pressure/io, or -1 */
+	uint64_t pace_slow_ns, pace_fast_ns;	/* the two gaps */
+	uint64_t pace_event_ns;			/* next look or probe */
+	uint64_t pace_probe_ns;			/* a quiet window's end; 0 */
+	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */
+	uint64_t pace_free_ns;			/* no pacing until then */
+	uint64_t pace_sig_us, pace_sig_ns;	/* the last reading, when */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by
 	 * the workers as they go (atomic): reports of a directory's
@@ -279,6 +289,7 @@ int de__ctx_start(de_ctx *ctx);
 void de__pace_init(de_ctx *ctx);
 void de__pace_destroy(de_ctx *ctx);
 void de__pace(de_ctx *ctx);
+unsigned de__pace_rate(de_ctx *ctx);
 
 /* tree.c */
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,

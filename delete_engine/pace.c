@@ -23,14 +23,45 @@
  * and again, and bunched into one commit a second, once (measured:
  * docs/BENCHMARKS.md, "Polite deletion").
  *
- * Lock rules: pace_mu protects pace_next_ns, pace_burst_ns and
- * pace_burst_left only; nothing else is taken while it is held, and
- * nobody sleeps under it.
+ * de_config.adaptive makes the pace follow the other I/O: rate while
+ * another process waits for the disk, rate_max (0: no limit) while none
+ * does.  The signal is the time tasks have spent waiting for I/O (Linux
+ * PSI, /proc/pressure/io "some"), which counts this deletion's own waits
+ * too: its reads of cold directories and inode tables, and the journal
+ * and write-back work its removals cause.  So the engine asks in quiet
+ * windows: every removal waits for PACE_PROBE_NS, and the waiting that
+ * grows meanwhile is others' (a writer that syncs waits most of the
+ * time).  BUSY_PERMILLE of the window or more: others wait, and rate
+ * applies until the next window, PACE_REPROBE_NS on, so that the pace is
+ * back up within about a second of the writer stopping.  Less: no limit,
+ * and the signal is read every PACE_LOOK_NS; a stretch where it grows by
+ * BUSY_PERMILLE or more (a writer starting, or this deletion's own
+ * stalls) brings a quiet window at once, at most one per
+ * PACE_SUSPECT_NS.  The first removal waits for the first window, so
+ * that a deletion next to a writer never starts at full speed.
+ * Why quiet windows and these numbers: docs/BENCHMARKS.md, "Polite
+ * deletion that adapts".
+ *
+ * Lock rules: pace_mu protects the pace_* fields; nothing else is taken
+ * while it is held, and nobody sleeps under it.  pace_gap_ns and
+ * pace_free_ns are also read without it (atomically), so that a removal
+ * at full speed takes no lock until the next look.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#define MS			1000000ull	/* in ns */
+#define PACE_PROBE_NS		(20 * MS)
+#define PACE_REPROBE_NS		(1000 * MS)
+#define PACE_LOOK_NS		(100 * MS)
+#define PACE_SUSPECT_NS		(500 * MS)
+#define BUSY_PERMILLE		100
 
 static uint64_t now_ns(void)
 {
@@ -40,32 +71,168 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t gap_of(unsigned rate)
+{
+	uint64_t gap = rate ? 1000000000u / rate : 0;
+
+	return rate && !gap ? 1 : gap;
+}
+
+/* The total of /proc/pressure/io's "some" line, in microseconds. */
+static int read_psi(int fd, uint64_t *us)
+{
+	char buf[256], *t;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (strncmp(buf, "some ", 5) != 0 || !(t = strstr(buf, " total=")))
+		return -1;
+	*us = strtoull(t + 7, NULL, 10);
+	return 0;
+}
+
+static int read_signal(de_ctx *ctx, uint64_t *us)
+{
+	if (ctx->cfg.pressure)
+		return ctx->cfg.pressure(ctx->cfg.pressure_arg, us);
+	return read_psi(ctx->pace_psi_fd, us);
+}
+
 void de__pace_init(de_ctx *ctx)
 {
+	uint64_t us;
+
 	pthread_mutex_init(&ctx->pace_mu, NULL);
 	ctx->pace_next_ns = 0;
 	ctx->pace_burst_ns = 0;
 	ctx->pace_burst_left = 0;
-	ctx->pace_gap_ns = ctx->cfg.rate ? 1000000000u / ctx->cfg.rate : 0;
-	if (ctx->cfg.rate && !ctx->pace_gap_ns)
-		ctx->pace_gap_ns = 1;
+	ctx->pace_psi_fd = -1;
+	ctx->pace_slow_ns = gap_of(ctx->cfg.rate);
+	ctx->pace_fast_ns = gap_of(ctx->cfg.rate_max);
+	ctx->pace_gap_ns = ctx->pace_slow_ns;
+	ctx->pace_free_ns = 0;
+	ctx->pace_adapt = 0;
+	ctx->pace_busy = 1;
+	if (!ctx->cfg.adaptive || !ctx->cfg.rate)
+		return;
+	if (!ctx->cfg.pressure)
+		ctx->pace_psi_fd = open("/proc/pressure/io", O_RDONLY | O_CLOEXEC);
+	if (read_signal(ctx, &us) < 0)
+		return;		/* no signal: rate throughout */
+	ctx->pace_adapt = 1;
+	ctx->pace_sig_us = us;
+	ctx->pace_sig_ns = now_ns();
+	ctx->pace_event_ns = 0;		/* the first removal starts a window */
+	ctx->pace_probe_ns = 0;
+	ctx->pace_probe_ok_ns = 0;
 }
 
 void de__pace_destroy(de_ctx *ctx)
 {
+	if (ctx->pace_psi_fd >= 0)
+		close(ctx->pace_psi_fd);
 	pthread_mutex_destroy(&ctx->pace_mu);
+}
+
+/* How much of the time since the last reading tasks waited for I/O. */
+static unsigned permille(de_ctx *ctx, uint64_t us, uint64_t now)
+{
+	uint64_t dt_us = (now - ctx->pace_sig_ns) / 1000;
+
+	if (!dt_us || us < ctx->pace_sig_us)
+		return 0;
+	return (us - ctx->pace_sig_us) * 1000 / dt_us;
+}
+
+static void set_gap(de_ctx *ctx, uint64_t gap, uint64_t free_until)
+{
+	__atomic_store_n(&ctx->pace_gap_ns, gap, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctx->pace_free_ns, free_until, __ATOMIC_RELEASE);
+}
+
+/*
+ * Under pace_mu: bring the adaptive state up to now.  Returns the end of
+ * a quiet window the caller must wait for, or 0.
+ */
+static uint64_t adapt(de_ctx *ctx, uint64_t now)
+{
+	uint64_t us;
+	unsigned busy;
+
+	if (now < ctx->pace_event_ns)
+		return ctx->pace_probe_ns;
+	if (read_signal(ctx, &us) < 0) {
+		/* The signal went away: rate from now on. */
+		__atomic_store_n(&ctx->pace_adapt, 0, __ATOMIC_RELAXED);
+		ctx->pace_busy = 1;
+		ctx->pace_probe_ns = 0;
+		set_gap(ctx, ctx->pace_slow_ns, 0);
+		return 0;
+	}
+	busy = permille(ctx, us, now) >= BUSY_PERMILLE;
+	if (ctx->pace_probe_ns) {
+		/* A quiet window is over: what waited in it was others. */
+		ctx->pace_busy = busy;
+		ctx->pace_probe_ns = 0;
+		ctx->pace_event_ns = now + (busy ? PACE_REPROBE_NS : PACE_LOOK_NS);
+		ctx->pace_probe_ok_ns = now + PACE_SUSPECT_NS;
+	} else if (ctx->pace_busy || (busy && now >= ctx->pace_probe_ok_ns)) {
+		/* Time to look again (busy), or a suspicion: stop and ask. */
+		ctx->pace_probe_ns = ctx->pace_event_ns = now + PACE_PROBE_NS;
+	} else {
+		ctx->pace_event_ns = now + PACE_LOOK_NS;
+	}
+	ctx->pace_sig_us = us;
+	ctx->pace_sig_ns = now;
+	if (ctx->pace_probe_ns)
+		set_gap(ctx, ctx->pace_slow_ns, 0);
+	else if (ctx->pace_busy)
+		set_gap(ctx, ctx->pace_slow_ns, 0);
+	else
+		set_gap(ctx, ctx->pace_fast_ns,
+			ctx->pace_fast_ns ? 0 : ctx->pace_event_ns);
+	return ctx->pace_probe_ns;
+}
+
+static void sleep_until(uint64_t when, uint64_t now)
+{
+	struct timespec ts;
+
+	if (when <= now)
+		return;
+	ts.tv_sec = (time_t)((when - now) / 1000000000u);
+	ts.tv_nsec = (long)((when - now) % 1000000000u);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 /* Wait for this removal's slot.  Returns at once when no rate is set. */
 void de__pace(de_ctx *ctx)
 {
-	uint64_t now, slot;
-	struct timespec ts;
+	uint64_t now, slot, wait;
 
-	if (!ctx->pace_gap_ns)
+	if (!__atomic_load_n(&ctx->pace_gap_ns, __ATOMIC_RELAXED)
+	 && !__atomic_load_n(&ctx->pace_adapt, __ATOMIC_RELAXED))
 		return;
 	now = now_ns();
+	if (now < __atomic_load_n(&ctx->pace_free_ns, __ATOMIC_ACQUIRE))
+		return;
 	pthread_mutex_lock(&ctx->pace_mu);
+	while (ctx->pace_adapt && (wait = adapt(ctx, now)) != 0) {
+		pthread_mutex_unlock(&ctx->pace_mu);
+		sleep_until(wait, now);
+		now = now_ns();
+		pthread_mutex_lock(&ctx->pace_mu);
+	}
+	if (!ctx->pace_gap_ns) {
+		pthread_mutex_unlock(&ctx->pace_mu);
+		return;
+	}
 	if (ctx->pace_burst_left && ctx->pace_next_ns > now) {
 		/* Inside a burst: right behind its start. */
 		ctx->pace_burst_left--;
@@ -81,10 +248,16 @@ void de__pace(de_ctx *ctx)
 		ctx->pace_next_ns = slot + ctx->pace_gap_ns * burst;
 	}
 	pthread_mutex_unlock(&ctx->pace_mu);
-	if (slot <= now)
-		return;
-	ts.tv_sec = (time_t)((slot - now) / 1000000000u);
-	ts.tv_nsec = (long)((slot - now) % 1000000000u);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	sleep_until(slot, now);
+}
+
+/* The pace now, for progress: removals a second, 0 for no limit. */
+unsigned de__pace_rate(de_ctx *ctx)
+{
+	unsigned rate;
+
+	pthread_mutex_lock(&ctx->pace_mu);
+	rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->cfg.rate : ctx->cfg.rate_max;
+	pthread_mutex_unlock(&ctx->pace_mu);
+	return rate;
 }

@@ -132,6 +132,7 @@ static void maybe_progress(de_ctx *ctx, int force)
 	p.dirs_pending = ctx->prog.dirs_pending;
 	pthread_mutex_unlock(&ctx->mu);
 	p.elapsed_ms = now - ctx->t0_ms;
+	p.pace = de__pace_rate(ctx);
 	if (ctx->hooks->progress(ctx->hooks->arg, &p)) {
 		pthread_mutex_lock(&ctx->mu);
 		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);

@@ -1,0 +1,128 @@
+/* pace_adapt: de_config.adaptive, driven by a fake pressure source.
+ * Others waiting (the signal grows with the clock): rate applies, n
+ * entries take at least (n - 1) / rate seconds, and progress says so.
+ * Nobody waiting (the signal stands still): no limit, far faster than
+ * rate allows, and progress says 0; rate_max caps that.  Others who stop
+ * waiting: the pace is back to no limit within about a second.  Others
+ * who start: the pace falls to rate.  No signal: rate throughout. */
+#include "tutil.h"
+
+enum { IDLE, BUSY, GONE };
+
+static struct fake {
+	int before, after;	/* the source's state before and after switch_s */
+	double switch_s, t0;
+	unsigned pace_min, pace_max;	/* paces progress saw */
+	uint64_t removed_at_1s;
+} fk;
+
+static int fake_pressure(void *arg, uint64_t *us)
+{
+	double t = t_now() - fk.t0;
+	int state = t < fk.switch_s ? fk.before : fk.after;
+
+	(void)arg;
+	if (state == GONE)
+		return -1;
+	/* BUSY: some task waited all the time; IDLE: the total stands,
+	 * at what it reached by the switch. */
+	if (state == BUSY)
+		*us = (uint64_t)(t * 1e6);
+	else
+		*us = fk.before == BUSY && t >= fk.switch_s ? (uint64_t)(fk.switch_s * 1e6) : 0;
+	return 0;
+}
+
+static int on_progress(void *arg, const struct de_progress *p)
+{
+	(void)arg;
+	if (p->pace < fk.pace_min)
+		fk.pace_min = p->pace;
+	if (p->pace > fk.pace_max)
+		fk.pace_max = p->pace;
+	if (!fk.removed_at_1s && t_now() - fk.t0 >= 1.0)
+		fk.removed_at_1s = p->removed ? p->removed : 1;
+	return 0;
+}
+
+/* Remove tree (n files) with rate/rate_max under the fake source going
+ * from before to after at switch_s; returns the seconds it took, or -1. */
+static double run(int dfd, int n, unsigned rate, unsigned rate_max,
+		  int before, int after, double switch_s)
+{
+	struct de_config cfg = { .threads = 2, .max_delete = -1,
+				 .progress_ms = 20, .rate = rate,
+				 .adaptive = 1, .rate_max = rate_max,
+				 .pressure = fake_pressure };
+	struct de_target t = { "tree", DE_T_DIR, 0 };
+	struct de_hooks h = { .progress = on_progress };
+	struct de_summary sum;
+	de_ctx *ctx = NULL;
+	double took = -1;
+
+	memset(&fk, 0, sizeof fk);
+	fk.before = before;
+	fk.after = after;
+	fk.switch_s = switch_s;
+	fk.pace_min = ~0u;
+	if (mkdirat(dfd, "tree", 0755) || t_files(dfd, "tree/f%d", n))
+		return -1;
+	fk.t0 = t_now();
+	if (de_ctx_new(&ctx, &cfg) == 0
+	 && t_remove_timed(ctx, dfd, &t, &h, &sum, &took) == 0
+	 && !t_exists(dfd, "tree") && sum.removed_total == (uint64_t)n + 1) {
+		de_ctx_free(ctx);
+		return took;
+	}
+	de_ctx_free(ctx);
+	return -1;
+}
+
+int test(int dfd)
+{
+	int ret = T_FAIL;
+	double took = 0;
+	const char *what = "";
+
+	what = "busy";
+	took = run(dfd, 200, 200, 0, BUSY, BUSY, 1e9);
+	CHECK(took >= 200 / 200.0);
+	CHECK(fk.pace_max == 200 && fk.pace_min == 200);
+
+	what = "idle";
+	took = run(dfd, 3000, 100, 0, IDLE, IDLE, 1e9);
+	/* 30 s at the rate; the first quiet window is 20 ms. */
+	CHECK(took >= 0 && took < 3.0);
+
+	what = "idle, capped";
+	took = run(dfd, 600, 100, 1000, IDLE, IDLE, 1e9);
+	CHECK(took >= 600 / 1000.0 && took < 3.0);
+	CHECK(fk.pace_max == 1000);
+
+	what = "busy, then idle";
+	took = run(dfd, 3000, 100, 0, BUSY, IDLE, 0.5);
+	/* 30 s at the rate; back to no limit at the window a second after
+	 * the last. */
+	CHECK(took >= 0.5 && took < 3.5);
+	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
+
+	what = "idle, then busy";
+	took = run(dfd, 800, 400, 1000, IDLE, BUSY, 0.1);
+	/* At the cap alone, all 801 would be gone by 1 s; falling to 400 a
+	 * second within the next look and window leaves fewer. */
+	CHECK(took >= 1.2);
+	CHECK(fk.removed_at_1s > 0 && fk.removed_at_1s < 700);
+	CHECK(fk.pace_min == 400 && fk.pace_max == 1000);
+
+	what = "no signal";
+	took = run(dfd, 200, 200, 0, GONE, GONE, 1e9);
+	CHECK(took >= 200 / 200.0);
+
+	ret = T_PASS;
+out:
+	if (ret != T_PASS)
+		fprintf(stderr, "pace_adapt: %s: %.3f s, pace %u..%u, %llu removed at 1 s\n",
+			what, took, fk.pace_min, fk.pace_max,
+			(unsigned long long)fk.removed_at_1s);
+	return ret;
+}
