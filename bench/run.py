@@ -71,6 +71,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import threading
 import sys
 import tempfile
 import time
@@ -95,6 +96,7 @@ SIZES = {
         'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
+        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
     },
     # A fifth of the full trees (the deep and ssh ones at full size): what
     # a shared 2-core machine can run on three filesystems in an hour.
@@ -107,6 +109,7 @@ SIZES = {
         'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
+        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
     },
     'full': {
         'flat': ['flat', '500000'], 'rflat': ['rflat', '500000'],
@@ -117,6 +120,7 @@ SIZES = {
         'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
+        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
     },
 }
 DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
@@ -833,6 +837,261 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
     return rec
 
 
+# ---- The polite scenario (issue 20) -------------------------------------
+
+# Deleters: full speed, --delete-polite as it adapts, and the same binary
+# with /proc/pressure/io hidden (an empty file bound over it in a mount
+# namespace), which is --delete-polite's fixed pace: 500 removals a
+# second in one burst a second.
+NO_PSI = ['unshare', '-m', 'sh', '-c', 'mount --bind /dev/null /proc/pressure/io && exec "$@"',
+          'sh']
+POLITE_ADAPT_PEERS = [
+    ('full', ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
+    ('fixed pace', NO_PSI + ['{top}/rsync', '--delete-only', '--delete-polite', '{empty}/',
+                             '{target}/']),
+    ('adaptive', ['{top}/rsync', '--delete-only', '--delete-polite', '{empty}/', '{target}/']),
+]
+POLITE_TICK = 0.1	# s between samples of the writer and the deletion
+POLITE_STOP = 3.0	# s into the deletion when the writer is stopped
+
+
+class Timeline:
+    """Samples, every POLITE_TICK, dd's file size and the entries left in
+    the target, in a thread: (t, bytes, left) from the deletion's start."""
+
+    def __init__(self, ddout, target, t0):
+        self.ddout, self.target, self.t0 = ddout, target, t0
+        self.rows, self.stop = [], threading.Event()
+        self.th = threading.Thread(target=self.run)
+        self.th.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            size = os.path.getsize(self.ddout) if os.path.exists(self.ddout) else 0
+            self.rows.append((time.monotonic() - self.t0, size, count_entries(self.target)))
+            self.stop.wait(POLITE_TICK)
+
+    def end(self):
+        self.stop.set()
+        self.th.join()
+        return self.rows
+
+
+def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=print):
+    """Issue 20: --delete-polite next to a dd writer (oflag=direct,dsync,
+    started first; the deletion starts when it has written 1/8), on an
+    idle disk, and next to a writer that stops POLITE_STOP s into the
+    deletion.  Peers alternate, first round dropped, fresh tree per run,
+    cold cache.  Reports the deletion's time, the writer's MB/s during
+    the deletion and over its whole run against dd alone, the deletion's
+    time on an idle disk against full speed's, and how long after the
+    writer stopped the adaptive deletion ran at full speed.  plots: a
+    directory for PNG timelines (writer MB/s and removals a second)."""
+    names = [n for n, _ in peers]
+    tmpl = dict(peers)
+    target = os.path.join(vals['work'], 't')
+    ddout = os.path.join(m.path, 'dd.out')
+    total = dd_mib << 20
+    rec = {'alone': [], 'idle': {n: [] for n in names}, 'stop': [],
+           'writer': {n: {'del': [], 'dd': [], 'win': []} for n in names}}
+    lines = {}
+
+    def fresh(tree=True):
+        """A new tree, a cold cache, then the throttle."""
+        if throttle:
+            throttle.off()
+        remove(target)
+        if os.path.exists(ddout):
+            os.unlink(ddout)
+        if tree:
+            make_tree(spec, target)
+        drop_caches(m.path)
+        if throttle:
+            throttle.on()
+
+    def start_dd():
+        return subprocess.Popen(['dd', 'if=/dev/zero', f'of={ddout}', 'bs=1M',
+                                 f'count={dd_mib}', 'oflag=direct,dsync'],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                preexec_fn=throttle.preexec if throttle else None)
+
+    def delete(n):
+        return subprocess.Popen(fill(tmpl[n], dict(vals, target=target)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                preexec_fn=throttle.preexec if throttle else None)
+
+    def check(n, dp):
+        left = count_entries(target)
+        if dp.returncode or left:
+            raise OSError(f'{n}: exit {dp.returncode}, {left} left: '
+                          f'{dp.stderr.read().decode(errors="replace")[-300:]}')
+
+    for rnd in range(runs + 1):
+        order = names if rnd % 2 == 0 else list(reversed(names))
+        try:
+            # The writer alone.
+            fresh(tree=False)
+            t0 = time.monotonic()
+            dd = start_dd()
+            dd.wait()
+            alone = total / (time.monotonic() - t0) / 1e6
+            # Next to the writer.
+            for n in order:
+                fresh()
+                t0 = time.monotonic()
+                dd = start_dd()
+                while dd.poll() is None and (not os.path.exists(ddout) or
+                                             os.path.getsize(ddout) < total // 8):
+                    time.sleep(0.005)
+                d0, s0 = time.monotonic(), os.path.getsize(ddout)
+                tl = Timeline(ddout, target, d0)
+                dp = delete(n)
+                dd_end = None
+                while dp.poll() is None:
+                    if dd_end is None and dd.poll() is not None:
+                        dd_end = time.monotonic()
+                    time.sleep(0.002)
+                d1, s1 = time.monotonic(), os.path.getsize(ddout)
+                dd.wait()
+                t1 = time.monotonic()
+                rows = tl.end()
+                check(n, dp)
+                if dd.returncode:
+                    raise OSError('dd failed')
+                # If dd ended first, "during" is the overlap.
+                win = (s1 - s0) / max(min(d1, dd_end or d1) - d0, 1e-6) / 1e6
+                whole = total / (t1 - t0) / 1e6
+                log(f'{m.fs} polite round {rnd}: {n}: delete {d1 - d0:.3f} s, dd during it '
+                    f'{win:.1f} MB/s, whole run {whole:.1f} MB/s (alone {alone:.1f})')
+                if rnd:
+                    r = rec['writer'][n]
+                    r['del'].append(d1 - d0)
+                    r['win'].append(win)
+                    r['dd'].append(whole)
+                    lines[n] = rows
+            # An idle disk.
+            for n in order:
+                fresh()
+                d0 = time.monotonic()
+                dp = delete(n)
+                dp.wait()
+                took = time.monotonic() - d0
+                check(n, dp)
+                log(f'{m.fs} polite round {rnd}: {n} on an idle disk: {took:.3f} s')
+                if rnd:
+                    rec['idle'][n].append(took)
+            # The writer stops POLITE_STOP s into an adaptive deletion.
+            fresh()
+            dd = start_dd()
+            while dd.poll() is None and (not os.path.exists(ddout) or
+                                         os.path.getsize(ddout) < total // 8):
+                time.sleep(0.005)
+            d0 = time.monotonic()
+            tl = Timeline(ddout, target, d0)
+            dp = delete('adaptive')
+            while dp.poll() is None and time.monotonic() < d0 + POLITE_STOP:
+                time.sleep(0.005)
+            stopped = time.monotonic() - d0
+            dd.kill()
+            dd.wait()
+            dp.wait()
+            d1 = time.monotonic() - d0
+            rows = tl.end()
+            check('adaptive', dp)
+            log(f'{m.fs} polite round {rnd}: writer stopped at {stopped:.2f} s, '
+                f'deletion done at {d1:.2f} s')
+            if rnd:
+                rec['stop'].append({'stopped': stopped, 'done': d1, 'rows': rows})
+                rec['alone'].append(alone)
+        finally:
+            if throttle:
+                throttle.off()
+    remove(target)
+    if os.path.exists(ddout):
+        os.unlink(ddout)
+    print_polite(out, f'{m.fs}, {" ".join(spec)}' +
+                 (f', throttled {throttle.describe()}' if throttle else ''), names, rec)
+    rec['lines'] = lines	# the last counted round's timelines, for plots
+    if plots:
+        plot_polite(plots, f'{m.fs}-{"-".join(spec)}'.replace(' ', ''), names, lines,
+                    rec['stop'], rec['alone'])
+    return rec
+
+
+def print_polite(out, title, names, rec):
+    alone = median(rec['alone'])
+    full_idle = median(rec['idle']['full'])
+    out()
+    out(f'### {title}')
+    out()
+    out(f'dd alone: {alone:.1f} MB/s.')
+    out()
+    out('| deleter | delete s next to dd | dd MB/s during it | of dd alone '
+        '| dd MB/s whole run | of dd alone | delete s, idle disk | of full speed |')
+    out('| --- | --- | --- | --- | --- | --- | --- | --- |')
+    for n in names:
+        r = rec['writer'][n]
+        win, whole, idle = median(r['win']), median(r['dd']), median(rec['idle'][n])
+        out(f'| {n} | {median(r["del"]):.3f} | {win:.1f} | {win / alone:.2f} '
+            f'| {whole:.1f} | {whole / alone:.2f} | {idle:.3f} | {idle / full_idle:.2f} |')
+    st = rec['stop']
+    out()
+    out('Writer stopped during an adaptive deletion: stopped at '
+        + ', '.join(f'{x["stopped"]:.2f}' for x in st) + ' s; deletion done at '
+        + ', '.join(f'{x["done"]:.2f}' for x in st) + ' s (full speed on an idle disk: '
+        f'{full_idle:.3f} s).')
+
+
+def rates(rows):
+    """(t, writer MB/s, removals/s) per sample interval of a Timeline."""
+    got = []
+    for (ta, ba, la), (tb, bb, lb) in zip(rows, rows[1:]):
+        dt = max(tb - ta, 1e-6)
+        got.append((tb, (bb - ba) / dt / 1e6, max(la - lb, 0) / dt))
+    return got
+
+
+def plot_timeline(path, title, series, alone=None, mark=None):
+    """A PNG at path: the writer's MB/s (top) and the removals a second
+    (bottom) against time, one line per (label, Timeline rows) in series;
+    alone: dd alone's MB/s, mark: the time the writer stopped."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, (a1, a2) = plt.subplots(2, 1, sharex=True, figsize=(8, 6))
+    for label, rows in series:
+        r = rates(rows)
+        a1.plot([x[0] for x in r], [x[1] for x in r], label=label)
+        a2.plot([x[0] for x in r], [x[2] for x in r], label=label)
+    if alone:
+        a1.axhline(alone, color='grey', linestyle=':', label='dd alone')
+    if mark is not None:
+        for a in (a1, a2):
+            a.axvline(mark, color='red', linestyle='--', label='the writer stops')
+    a1.set_ylabel('writer MB/s')
+    a2.set_ylabel('removals / s')
+    a2.set_yscale('symlog', linthresh=100)
+    a2.set_xlabel('seconds since the deletion started')
+    (a2 if mark is not None else a1).legend(fontsize='small')
+    a1.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def plot_polite(plots, stem, names, lines, stops, alone):
+    """The timelines of the last counted round: each deleter next to the
+    writer, and the adaptive deletion whose writer stops."""
+    os.makedirs(plots, exist_ok=True)
+    plot_timeline(os.path.join(plots, f'polite-{stem}.png'), f'{stem}: next to a dd writer',
+                  [(n, lines.get(n, [])) for n in names], alone=median(alone))
+    if stops:
+        st = stops[-1]
+        plot_timeline(os.path.join(plots, f'polite-stop-{stem}.png'),
+                      f'{stem}: the writer stops during an adaptive deletion',
+                      [('adaptive', st['rows'])], mark=st['stopped'])
+
+
 # ---- The iops scenario (issue 18) ---------------------------------------
 
 # Trees: name -> (mktree arguments, snapshot).  A snapshot tree is copied
@@ -1130,6 +1389,9 @@ def summarize(records, out):
         print_iops(out, f'Summary: {r["fs"]}, iops {r["tree"]} ({" ".join(r["spec"])}'
                    + (', a cp -al copy' if r['snapshot'] else '') + f'), {r["throttle"]}',
                    list(r['rows']), r['rows'])
+    for r in (r for r in records if r['kind'] == 'polite'):
+        print_polite(out, f'Summary: {r["fs"]}, {" ".join(r["spec"])}, {r["throttle"]}',
+                     list(r['rows']['writer']), r['rows'])
     dds = [r for r in records if r['kind'] == 'dd']
     if dds:
         out('\n## Summary: dd writer next to a deletion\n')
@@ -1175,6 +1437,8 @@ def main():
     ap.add_argument('--polite', action='store_true',
                     help='dd scenario: the polite deleters (issue 8) instead of --dd-peers')
     ap.add_argument('--dd-mib', type=int, default=None, help='dd size (default 1024, quick 256)')
+    ap.add_argument('--plots', default=None, metavar='DIR',
+                    help='polite scenario: write PNG timelines here')
     ap.add_argument('--throttle', default=None, metavar='wbps=20M,wiops=200',
                     help='limit the loop device while dd runs')
     ap.add_argument('--iops-trees', default=None, metavar='NAME,...',
@@ -1311,6 +1575,16 @@ def main():
                                                  iops_peers, vals, a.runs, spec, a.img_size,
                                                  out):
                             record(dict(now, kind='iops', **rec))
+                        continue
+                    if sc == 'polite':
+                        thr = Throttle(a.throttle, m.device()) if a.throttle and m.device() \
+                            else None
+                        peers = [(n, t) for n, t in POLITE_ADAPT_PEERS
+                                 if not want or n in want]
+                        rec = polite_scenario(m, spec, peers, vals, a.runs,
+                                              dd_mib, thr, a.plots, out)
+                        record(dict(now, kind='polite', dd_mib=dd_mib, rows=rec,
+                                    throttle=thr.describe() if thr else None))
                         continue
                     if sc == 'dd':
                         thr = None

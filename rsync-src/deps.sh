@@ -24,7 +24,7 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
 	openssh-sftp-server strace"
-pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync
+pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync python3-matplotlib
 	openssh-server openssh-client sshfs fuse3 openssh-sftp-server"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"

@@ -85,8 +85,8 @@ int test(int dfd)
 	const char *what = "";
 
 	what = "busy";
-	took = run(dfd, 200, 200, 0, BUSY, BUSY, 1e9);
-	CHECK(took >= 200 / 200.0);
+	took = run(dfd, 100, 200, 0, BUSY, BUSY, 1e9);
+	CHECK(took >= 100 / 200.0);
 	CHECK(fk.pace_max == 200 && fk.pace_min == 200);
 
 	what = "idle";
@@ -95,8 +95,8 @@ int test(int dfd)
 	CHECK(took >= 0 && took < 3.0);
 
 	what = "idle, capped";
-	took = run(dfd, 600, 100, 1000, IDLE, IDLE, 1e9);
-	CHECK(took >= 600 / 1000.0 && took < 3.0);
+	took = run(dfd, 300, 100, 1000, IDLE, IDLE, 1e9);
+	CHECK(took >= 300 / 1000.0 && took < 3.0);
 	CHECK(fk.pace_max == 1000);
 
 	what = "busy, then idle";
@@ -115,8 +115,8 @@ int test(int dfd)
 	CHECK(fk.pace_min == 400 && fk.pace_max == 1000);
 
 	what = "no signal";
-	took = run(dfd, 200, 200, 0, GONE, GONE, 1e9);
-	CHECK(took >= 200 / 200.0);
+	took = run(dfd, 100, 200, 0, GONE, GONE, 1e9);
+	CHECK(took >= 100 / 200.0);
 
 	ret = T_PASS;
 out:
