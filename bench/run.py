@@ -953,7 +953,7 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                     time.sleep(0.002)
                 d1, s1 = time.monotonic(), os.path.getsize(ddout)
                 dd.wait()
-                t1 = time.monotonic()
+                t1 = dd_end or time.monotonic()
                 rows = tl.end()
                 check(n, dp)
                 if dd.returncode:
