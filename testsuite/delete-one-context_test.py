@@ -58,7 +58,7 @@ for opts, want_left in cases:
     make_trees()
     cmd = RSYNC.split() + ['-r', '--delete', f'--delete-threads={THREADS}'] + opts \
         + [f'{src}/', f'{dst}/']
-    p = subprocess.run(['strace', '-f', '-qq', '-e', 'trace=clone,clone3', '-o', str(log)]
+    p = subprocess.run(['strace', '-f', '--seccomp-bpf', '-qq', '-e', 'trace=clone,clone3', '-o', str(log)]
                        + cmd, capture_output=True, text=True)
     threads = sum(1 for line in open(log) if 'CLONE_THREAD' in line)
     n = left()
