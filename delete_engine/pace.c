@@ -189,9 +189,7 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 	}
 	ctx->pace_sig_us = us;
 	ctx->pace_sig_ns = now;
-	if (ctx->pace_probe_ns)
-		set_gap(ctx, ctx->pace_slow_ns, 0);
-	else if (ctx->pace_busy)
+	if (ctx->pace_probe_ns || ctx->pace_busy)
 		set_gap(ctx, ctx->pace_slow_ns, 0);
 	else
 		set_gap(ctx, ctx->pace_fast_ns,
