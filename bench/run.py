@@ -721,6 +721,22 @@ def print_cell(out, title, names, cell, base=('rm -rf', 'stock -a --delete'), cp
 
 # ---- The dd scenario (seed 2) --------------------------------------------
 
+def start_writer(ddout, dd_mib, throttle, stderr=subprocess.DEVNULL):
+    """The dd and polite scenarios' writer: dd_mib MiB to ddout with
+    oflag=direct,dsync, in the throttle's group when there is one."""
+    return subprocess.Popen(['dd', 'if=/dev/zero', f'of={ddout}', 'bs=1M',
+                             f'count={dd_mib}', 'oflag=direct,dsync'],
+                            stdout=subprocess.DEVNULL, stderr=stderr,
+                            preexec_fn=throttle.preexec if throttle else None)
+
+
+def wait_for_eighth(dd, ddout, total):
+    """Until the writer has written 1/8 of its total bytes (or ended), so
+    that a deletion started then meets it in steady state."""
+    while dd.poll() is None and (not os.path.exists(ddout) or
+                                 os.path.getsize(ddout) < total // 8):
+        time.sleep(0.005)
+
 def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=print):
     """A dd writer (oflag=direct,dsync, dd_mib MiB) runs alone and next to
     the deletion of a fresh tree (bench/mktree spec) by each peer.  Rounds
@@ -758,15 +774,10 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
                 throttle.on()
             try:
                 t0 = time.monotonic()
-                dd = subprocess.Popen(['dd', 'if=/dev/zero', f'of={ddout}', 'bs=1M',
-                                       f'count={dd_mib}', 'oflag=direct,dsync'],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      preexec_fn=throttle.preexec if throttle else None)
+                dd = start_writer(ddout, dd_mib, throttle, stderr=subprocess.PIPE)
                 dd_end = None
                 if n != 'dd alone':
-                    while dd.poll() is None and (not os.path.exists(ddout) or
-                                                 os.path.getsize(ddout) < total // 8):
-                        time.sleep(0.005)
+                    wait_for_eighth(dd, ddout, total)
                     argv = fill(tmpl[n], dict(vals, target=target))
                     rss_file = os.path.join(m.path, 'rss.out')
                     if os.path.exists('/usr/bin/time'):
@@ -813,7 +824,9 @@ def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=pr
                     if dp.returncode or left:
                         rec[n]['failed'] = f'exit {dp.returncode}, {left} left: {err[-1] if err else ""}'
                 dd.wait()
-                t1 = time.monotonic()
+                # The writer's own run: it may have ended while the
+                # deleter still ran.
+                t1 = dd_end or time.monotonic()
             finally:
                 if throttle:
                     throttle.off()
@@ -909,12 +922,6 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
         if throttle:
             throttle.on()
 
-    def start_dd():
-        return subprocess.Popen(['dd', 'if=/dev/zero', f'of={ddout}', 'bs=1M',
-                                 f'count={dd_mib}', 'oflag=direct,dsync'],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                preexec_fn=throttle.preexec if throttle else None)
-
     def delete(n):
         return subprocess.Popen(fill(tmpl[n], dict(vals, target=target)),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -932,17 +939,15 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
             # The writer alone.
             fresh(tree=False)
             t0 = time.monotonic()
-            dd = start_dd()
+            dd = start_writer(ddout, dd_mib, throttle)
             dd.wait()
             alone = total / (time.monotonic() - t0) / 1e6
             # Next to the writer.
             for n in order:
                 fresh()
                 t0 = time.monotonic()
-                dd = start_dd()
-                while dd.poll() is None and (not os.path.exists(ddout) or
-                                             os.path.getsize(ddout) < total // 8):
-                    time.sleep(0.005)
+                dd = start_writer(ddout, dd_mib, throttle)
+                wait_for_eighth(dd, ddout, total)
                 d0, s0 = time.monotonic(), os.path.getsize(ddout)
                 tl = Timeline(ddout, target, d0)
                 dp = delete(n)
@@ -982,10 +987,8 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                     rec['idle'][n].append(took)
             # The writer stops POLITE_STOP s into an adaptive deletion.
             fresh()
-            dd = start_dd()
-            while dd.poll() is None and (not os.path.exists(ddout) or
-                                         os.path.getsize(ddout) < total // 8):
-                time.sleep(0.005)
+            dd = start_writer(ddout, dd_mib, throttle)
+            wait_for_eighth(dd, ddout, total)
             d0 = time.monotonic()
             tl = Timeline(ddout, target, d0)
             dp = delete('adaptive')
