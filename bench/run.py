@@ -737,6 +737,7 @@ def wait_for_eighth(dd, ddout, total):
                                  os.path.getsize(ddout) < total // 8):
         time.sleep(0.005)
 
+
 def dd_scenario(m, spec, cache, peers, vals, runs, dd_mib, throttle=None, out=print):
     """A dd writer (oflag=direct,dsync, dd_mib MiB) runs alone and next to
     the deletion of a fresh tree (bench/mktree spec) by each peer.  Rounds
