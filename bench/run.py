@@ -1023,8 +1023,10 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
 
 
 def print_polite(out, title, names, rec):
+    """The polite scenario's table; the idle-disk ratio is against full
+    speed, and reads "-" when full speed was not among the peers."""
     alone = median(rec['alone'])
-    full_idle = median(rec['idle']['full'])
+    full_idle = median(rec['idle'].get('full', []))
     out()
     out(f'### {title}')
     out()
@@ -1036,14 +1038,15 @@ def print_polite(out, title, names, rec):
     for n in names:
         r = rec['writer'][n]
         win, whole, idle = median(r['win']), median(r['dd']), median(rec['idle'][n])
+        ratio = f'{idle / full_idle:.2f}' if full_idle else '-'
         out(f'| {n} | {median(r["del"]):.3f} | {win:.1f} | {win / alone:.2f} '
-            f'| {whole:.1f} | {whole / alone:.2f} | {idle:.3f} | {idle / full_idle:.2f} |')
+            f'| {whole:.1f} | {whole / alone:.2f} | {idle:.3f} | {ratio} |')
     st = rec['stop']
     out()
     out('Writer stopped during an adaptive deletion: stopped at '
         + ', '.join(f'{x["stopped"]:.2f}' for x in st) + ' s; deletion done at '
-        + ', '.join(f'{x["done"]:.2f}' for x in st) + ' s (full speed on an idle disk: '
-        f'{full_idle:.3f} s).')
+        + ', '.join(f'{x["done"]:.2f}' for x in st) + ' s'
+        + (f' (full speed on an idle disk: {full_idle:.3f} s).' if full_idle else '.'))
 
 
 def rates(rows):

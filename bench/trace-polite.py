@@ -7,8 +7,7 @@ Usage (root; nothing else running):
 e.g.
     bench/trace-polite.py ext4 'wide 100 1000' 3 full,adaptive
 
-PEERS are polite_scenario()'s (full, fixed pace, adaptive), full among
-them, as the scenario reports against it.
+PEERS are polite_scenario()'s: full, fixed pace, adaptive.
 
 Runs polite_scenario() (bench/run.py) on a fresh FS image with the same
 throttle (40 MB/s, 400 write IOPS) and a 512 MiB writer, with tracefs
@@ -135,8 +134,6 @@ def main():
     if len(sys.argv) not in (5, 6):
         sys.exit(__doc__)
     fs, tree, runs, peers = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), sys.argv[4]
-    if 'full' not in peers.split(','):
-        sys.exit('trace-polite: PEERS must include full: the scenario reports against it')
     out = sys.argv[5] if len(sys.argv) == 6 else '/var/tmp/trace-polite.txt'
     timelines = record(fs, tree, runs, peers.split(','), out)
     with open(out + '.json', 'w') as f:
