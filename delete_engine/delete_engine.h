@@ -88,19 +88,6 @@ struct de_config {
 	 */
 	int (*pressure)(void *arg, uint64_t *us);
 	void *pressure_arg;
-	/*
-	 * With adaptive, while others wait: the share of the time, in
-	 * permille, that the deletion may cost the disk; 0: rate alone.
-	 * After each burst the engine writes back what it dirtied and
-	 * times the burst and its write-back together; the next burst
-	 * waits until they make at most this share (pace.c).
-	 */
-	unsigned cost_permille;
-	/*
-	 * With cost_permille: write back the file system of fd, 0 or -1.
-	 * NULL: syncfs(fd).  Called with pressure_arg.
-	 */
-	int (*writeback)(void *arg, int fd);
 };
 
 /* The operation that failed (de_report.op). */

@@ -249,12 +249,6 @@ struct de_ctx {
 	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */
 	uint64_t pace_free_ns;			/* no pacing until then */
 	uint64_t pace_sig_us, pace_sig_ns;	/* the last reading, when */
-	/* Its cost pacing (cfg.cost_permille while others wait). */
-	pthread_cond_t pace_cv;			/* a write-back is over */
-	int pace_flushing;			/* one is under way */
-	int pace_dirty;				/* a burst to write back */
-	uint64_t pace_rest_ns;			/* the rest after it ends */
-	unsigned pace_now;			/* its pace, for progress */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by
 	 * the workers as they go (atomic): reports of a directory's
@@ -294,7 +288,7 @@ int de__ctx_start(de_ctx *ctx);
 /* pace.c */
 void de__pace_init(de_ctx *ctx);
 void de__pace_destroy(de_ctx *ctx);
-void de__pace(de_ctx *ctx, int fd);
+void de__pace(de_ctx *ctx);
 unsigned de__pace_rate(de_ctx *ctx);
 
 /* tree.c */

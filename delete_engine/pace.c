@@ -42,21 +42,6 @@
  * Why quiet windows and these numbers: docs/BENCHMARKS.md, "Polite
  * deletion that adapts".
  *
- * de_config.cost_permille paces by cost while others wait, not by count
- * alone: most of what a removal costs the disk is the metadata it
- * dirties (inode table, directory and bitmap blocks), which the flusher
- * writes back later, one block at a time, where a pace cannot see it
- * (docs/BENCHMARKS.md, "Where ext4's writer stalls").  So the removal
- * that would start a new burst first writes back the last one (syncfs()
- * on its directory's fd) and times the burst and its write-back from the
- * burst's start; the next burst waits until that cost is cost_permille of
- * the time since.  The write-back waits for I/O, which PSI counts, so
- * the signal is read again after it, and the rest is spent as a row of
- * quiet windows of at most PACE_REPROBE_NS: the pace is back up within
- * about a second of the others' end, however long the rest.  syncfs()
- * also writes back others' dirty data on the file system; that is
- * counted as the deletion's cost, which errs towards slower.
- *
  * Lock rules: pace_mu protects the pace_* fields; nothing else is taken
  * while it is held, and nobody sleeps under it.  pace_gap_ns and
  * pace_free_ns are also read without it (atomically), so that a removal
@@ -76,7 +61,6 @@
 #define PACE_REPROBE_NS		(1000 * MS)
 #define PACE_LOOK_NS		(100 * MS)
 #define PACE_SUSPECT_NS		(500 * MS)
-#define PACE_REST_MAX_NS	(30000 * MS)
 #define BUSY_PERMILLE		100
 
 static uint64_t now_ns(void)
@@ -124,11 +108,6 @@ void de__pace_init(de_ctx *ctx)
 	uint64_t us;
 
 	pthread_mutex_init(&ctx->pace_mu, NULL);
-	pthread_cond_init(&ctx->pace_cv, NULL);
-	ctx->pace_flushing = 0;
-	ctx->pace_dirty = 0;
-	ctx->pace_rest_ns = 0;
-	ctx->pace_now = 0;
 	ctx->pace_next_ns = 0;
 	ctx->pace_burst_ns = 0;
 	ctx->pace_burst_left = 0;
@@ -157,7 +136,6 @@ void de__pace_destroy(de_ctx *ctx)
 {
 	if (ctx->pace_psi_fd >= 0)
 		close(ctx->pace_psi_fd);
-	pthread_cond_destroy(&ctx->pace_cv);
 	pthread_mutex_destroy(&ctx->pace_mu);
 }
 
@@ -197,20 +175,12 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		return 0;
 	}
 	busy = permille(ctx, us, now) >= BUSY_PERMILLE;
-	if (ctx->pace_probe_ns && busy && now < ctx->pace_rest_ns) {
-		/* Others still wait: the rest after a write-back goes on. */
-		ctx->pace_probe_ns = ctx->pace_event_ns =
-			now + PACE_REPROBE_NS < ctx->pace_rest_ns ?
-			now + PACE_REPROBE_NS : ctx->pace_rest_ns;
-	} else if (ctx->pace_probe_ns) {
+	if (ctx->pace_probe_ns) {
 		/* A quiet window is over: what waited in it was others. */
 		ctx->pace_busy = busy;
 		ctx->pace_probe_ns = 0;
-		ctx->pace_rest_ns = 0;
 		ctx->pace_event_ns = now + (busy ? PACE_REPROBE_NS : PACE_LOOK_NS);
 		ctx->pace_probe_ok_ns = now + PACE_SUSPECT_NS;
-		if (!busy)
-			ctx->pace_dirty = ctx->pace_now = 0;
 	} else if (ctx->pace_busy || (busy && now >= ctx->pace_probe_ok_ns)) {
 		/* Time to look again (busy), or a suspicion: stop and ask. */
 		ctx->pace_probe_ns = ctx->pace_event_ns = now + PACE_PROBE_NS;
@@ -239,57 +209,8 @@ static void sleep_until(uint64_t when, uint64_t now)
 		;
 }
 
-/*
- * Under pace_mu, at the end of a burst while others wait: write back what
- * it dirtied (outside the lock; other removals wait for it), then rest
- * until the burst and its write-back are cost_permille of the time since
- * the burst started, in quiet windows that adapt() continues.
- */
-static void write_back(de_ctx *ctx, int fd)
-{
-	unsigned share = ctx->cfg.cost_permille;
-	unsigned burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
-	uint64_t end, cost, rest, us;
-
-	ctx->pace_flushing = 1;
-	ctx->pace_dirty = 0;
-	pthread_mutex_unlock(&ctx->pace_mu);
-	if (ctx->cfg.writeback)
-		ctx->cfg.writeback(ctx->cfg.pressure_arg, fd);
-	else
-#ifdef __linux__
-		syncfs(fd);
-#else
-		sync();		/* no PSI there either: only a test's signal */
-#endif
-	end = now_ns();
-	pthread_mutex_lock(&ctx->pace_mu);
-	ctx->pace_flushing = 0;
-	pthread_cond_broadcast(&ctx->pace_cv);
-
-	cost = end > ctx->pace_burst_ns ? end - ctx->pace_burst_ns : 0;
-	rest = share < 1000 ? cost * (1000 - share) / share : 0;
-	if (rest > PACE_REST_MAX_NS)
-		rest = PACE_REST_MAX_NS;
-	ctx->pace_now = cost + rest ? (unsigned)(burst * 1000000000ull / (cost + rest)) : 0;
-	if (!ctx->pace_now || ctx->pace_now > ctx->cfg.rate)
-		ctx->pace_now = ctx->cfg.rate;
-	/* The write-back's own waits are in the signal: start from here. */
-	if (read_signal(ctx, &us) == 0) {
-		ctx->pace_sig_us = us;
-		ctx->pace_sig_ns = end;
-	}
-	ctx->pace_rest_ns = end + rest;
-	ctx->pace_probe_ns = ctx->pace_event_ns =
-		rest > PACE_REPROBE_NS ? end + PACE_REPROBE_NS : end + rest;
-	set_gap(ctx, ctx->pace_slow_ns, 0);
-}
-
-/*
- * Wait for this removal's slot; fd is the directory it is made in.
- * Returns at once when no rate is set.
- */
-void de__pace(de_ctx *ctx, int fd)
+/* Wait for this removal's slot.  Returns at once when no rate is set. */
+void de__pace(de_ctx *ctx)
 {
 	uint64_t now, slot, wait;
 
@@ -300,24 +221,11 @@ void de__pace(de_ctx *ctx, int fd)
 	if (now < __atomic_load_n(&ctx->pace_free_ns, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ctx->pace_mu);
-	for (;;) {
-		if (ctx->pace_flushing) {
-			pthread_cond_wait(&ctx->pace_cv, &ctx->pace_mu);
-			now = now_ns();
-		} else if (ctx->pace_adapt && (wait = adapt(ctx, now)) != 0) {
-			pthread_mutex_unlock(&ctx->pace_mu);
-			sleep_until(wait, now);
-			now = now_ns();
-			pthread_mutex_lock(&ctx->pace_mu);
-		} else if (ctx->pace_dirty && ctx->pace_busy
-			&& !(ctx->pace_burst_left && ctx->pace_next_ns > now)) {
-			/* This removal would start a burst: the last one's
-			 * cost first. */
-			write_back(ctx, fd);
-			now = now_ns();
-		} else {
-			break;
-		}
+	while (ctx->pace_adapt && (wait = adapt(ctx, now)) != 0) {
+		pthread_mutex_unlock(&ctx->pace_mu);
+		sleep_until(wait, now);
+		now = now_ns();
+		pthread_mutex_lock(&ctx->pace_mu);
 	}
 	if (!ctx->pace_gap_ns) {
 		pthread_mutex_unlock(&ctx->pace_mu);
@@ -336,8 +244,6 @@ void de__pace(de_ctx *ctx, int fd)
 		ctx->pace_burst_ns = slot;
 		ctx->pace_burst_left = burst - 1;
 		ctx->pace_next_ns = slot + ctx->pace_gap_ns * burst;
-		ctx->pace_dirty = ctx->pace_adapt && ctx->pace_busy
-			&& ctx->cfg.cost_permille;
 	}
 	pthread_mutex_unlock(&ctx->pace_mu);
 	sleep_until(slot, now);
@@ -349,10 +255,7 @@ unsigned de__pace_rate(de_ctx *ctx)
 	unsigned rate;
 
 	pthread_mutex_lock(&ctx->pace_mu);
-	if (ctx->pace_adapt && !ctx->pace_busy)
-		rate = ctx->cfg.rate_max;
-	else
-		rate = ctx->pace_now ? ctx->pace_now : ctx->cfg.rate;
+	rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->cfg.rate : ctx->cfg.rate_max;
 	pthread_mutex_unlock(&ctx->pace_mu);
 	return rate;
 }

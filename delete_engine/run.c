@@ -387,7 +387,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		 * de_config.rate; a dry run, which unlinks nothing, is not
 		 * paced. */
 		if (!(ctx->flags & DE_F_DRY_RUN)) {
-			de__pace(ctx, fd);
+			de__pace(ctx);
 			paced = 1;
 		}
 		a = call_dispose(ctx, n, e, fd);

@@ -306,7 +306,7 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 	int rc;
 
 	if (pace)
-		de__pace(ctx, dfd);
+		de__pace(ctx);
 	rc = de__unlinkat(ctx, dfd, name, flags);
 	if (rc)
 		return rc;
