@@ -891,6 +891,21 @@ class Timeline:
         return self.rows
 
 
+def write_back_left(m):
+    """Seconds to write back what is still dirty on m's file system, the
+    throttle still on: sync -f (data, and the journal's commit), then a
+    freeze and a thaw (ext4 checkpoints its journal, xfs pushes its log:
+    the metadata written in place).  That is a deletion's deferred cost,
+    which the flusher pays later, after a writer's run ends or not."""
+    t0 = time.monotonic()
+    sync_fs(m.path)
+    sh(['fsfreeze', '-f', m.path], check=True)
+    try:
+        return time.monotonic() - t0
+    finally:
+        sh(['fsfreeze', '-u', m.path], check=True)
+
+
 def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=print):
     """Issue 20: --delete-polite next to a dd writer (oflag=direct,dsync,
     started first; the deletion starts when it has written 1/8), on an
@@ -899,15 +914,21 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
     cold cache.  Reports the deletion's time, the writer's MB/s during
     the deletion and over its whole run against dd alone, the deletion's
     time on an idle disk against full speed's, and how long after the
-    writer stopped the adaptive deletion ran at full speed.  plots: a
-    directory for PNG timelines (writer MB/s and removals a second)."""
+    writer stopped the adaptive deletion ran at full speed.  And, when
+    the writer ends, the write-back still left (write_back_left(), the
+    throttle on; a deletion still running waits for it, and its time is
+    not counted) and the writer's whole run with it added: what the
+    deletion cost the disk while the writer ran, wherever the flusher
+    would have put it.  plots: a directory for PNG timelines (writer
+    MB/s and removals a second)."""
     names = [n for n, _ in peers]
     tmpl = dict(peers)
     target = os.path.join(vals['work'], 't')
     ddout = os.path.join(m.path, 'dd.out')
     total = dd_mib << 20
-    rec = {'alone': [], 'idle': {n: [] for n in names}, 'stop': [],
-           'writer': {n: {'del': [], 'dd': [], 'win': []} for n in names}}
+    rec = {'alone': [], 'alone_wb': [], 'idle': {n: [] for n in names}, 'stop': [],
+           'writer': {n: {'del': [], 'dd': [], 'win': [], 'wb': [], 'dd_wb': []}
+                      for n in names}}
     lines = {}
 
     def fresh(tree=True):
@@ -942,7 +963,9 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
             t0 = time.monotonic()
             dd = start_writer(ddout, dd_mib, throttle)
             dd.wait()
-            alone = total / (time.monotonic() - t0) / 1e6
+            took = time.monotonic() - t0
+            alone = total / took / 1e6
+            alone_wb = total / (took + write_back_left(m)) / 1e6
             # Next to the writer.
             for n in order:
                 fresh()
@@ -952,14 +975,18 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                 d0, s0 = time.monotonic(), os.path.getsize(ddout)
                 tl = Timeline(ddout, target, d0)
                 dp = delete(n)
-                dd_end = None
+                dd_end = wb = None
                 while dp.poll() is None:
                     if dd_end is None and dd.poll() is not None:
+                        # The deletion waits out the freeze: not its time.
                         dd_end = time.monotonic()
+                        wb = write_back_left(m)
                     time.sleep(0.002)
-                d1, s1 = time.monotonic(), os.path.getsize(ddout)
+                d1, s1 = time.monotonic() - (wb or 0), os.path.getsize(ddout)
                 dd.wait()
                 t1 = dd_end or time.monotonic()
+                if wb is None:
+                    wb = write_back_left(m)
                 rows = tl.end()
                 check(n, dp)
                 if dd.returncode:
@@ -967,13 +994,18 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                 # If dd ended first, "during" is the overlap.
                 win = (s1 - s0) / max(min(d1, dd_end or d1) - d0, 1e-6) / 1e6
                 whole = total / (t1 - t0) / 1e6
+                whole_wb = total / (t1 - t0 + wb) / 1e6
                 log(f'{m.fs} polite round {rnd}: {n}: delete {d1 - d0:.3f} s, dd during it '
-                    f'{win:.1f} MB/s, whole run {whole:.1f} MB/s (alone {alone:.1f})')
+                    f'{win:.1f} MB/s, whole run {whole:.1f} MB/s (alone {alone:.1f}), '
+                    f'write-back left {wb:.2f} s, with it {whole_wb:.1f} MB/s '
+                    f'(alone {alone_wb:.1f})')
                 if rnd:
                     r = rec['writer'][n]
                     r['del'].append(d1 - d0)
                     r['win'].append(win)
                     r['dd'].append(whole)
+                    r['wb'].append(wb)
+                    r['dd_wb'].append(whole_wb)
                     lines[n] = rows
             # An idle disk.
             for n in order:
@@ -986,27 +1018,31 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                 log(f'{m.fs} polite round {rnd}: {n} on an idle disk: {took:.3f} s')
                 if rnd:
                     rec['idle'][n].append(took)
-            # The writer stops POLITE_STOP s into an adaptive deletion.
-            fresh()
-            dd = start_writer(ddout, dd_mib, throttle)
-            wait_for_eighth(dd, ddout, total)
-            d0 = time.monotonic()
-            tl = Timeline(ddout, target, d0)
-            dp = delete('adaptive')
-            while dp.poll() is None and time.monotonic() < d0 + POLITE_STOP:
-                time.sleep(0.005)
-            stopped = time.monotonic() - d0
-            dd.kill()
-            dd.wait()
-            dp.wait()
-            d1 = time.monotonic() - d0
-            rows = tl.end()
-            check('adaptive', dp)
-            log(f'{m.fs} polite round {rnd}: writer stopped at {stopped:.2f} s, '
-                f'deletion done at {d1:.2f} s')
+            # The writer stops POLITE_STOP s into an adaptive deletion
+            # (when 'adaptive' is among the peers).
+            if 'adaptive' in tmpl:
+                fresh()
+                dd = start_writer(ddout, dd_mib, throttle)
+                wait_for_eighth(dd, ddout, total)
+                d0 = time.monotonic()
+                tl = Timeline(ddout, target, d0)
+                dp = delete('adaptive')
+                while dp.poll() is None and time.monotonic() < d0 + POLITE_STOP:
+                    time.sleep(0.005)
+                stopped = time.monotonic() - d0
+                dd.kill()
+                dd.wait()
+                dp.wait()
+                d1 = time.monotonic() - d0
+                rows = tl.end()
+                check('adaptive', dp)
+                log(f'{m.fs} polite round {rnd}: writer stopped at {stopped:.2f} s, '
+                    f'deletion done at {d1:.2f} s')
+                if rnd:
+                    rec['stop'].append({'stopped': stopped, 'done': d1, 'rows': rows})
             if rnd:
-                rec['stop'].append({'stopped': stopped, 'done': d1, 'rows': rows})
                 rec['alone'].append(alone)
+                rec['alone_wb'].append(alone_wb)
         finally:
             if throttle:
                 throttle.off()
@@ -1041,7 +1077,22 @@ def print_polite(out, title, names, rec):
         ratio = f'{idle / full_idle:.2f}' if full_idle else '-'
         out(f'| {n} | {median(r["del"]):.3f} | {win:.1f} | {win / alone:.2f} '
             f'| {whole:.1f} | {whole / alone:.2f} | {idle:.3f} | {ratio} |')
+    if rec.get('alone_wb'):
+        # Records from before 2026-12-02's second run have no write-back.
+        alone_wb = median(rec['alone_wb'])
+        out()
+        out(f'With the write-back left when the writer ends (throttled) added to its '
+            f'whole run; dd alone: {alone_wb:.1f} MB/s.')
+        out()
+        out('| deleter | write-back left s | dd MB/s whole run with it | of dd alone |')
+        out('| --- | --- | --- | --- |')
+        for n in names:
+            r = rec['writer'][n]
+            wb = median(r['dd_wb'])
+            out(f'| {n} | {median(r["wb"]):.2f} | {wb:.1f} | {wb / alone_wb:.2f} |')
     st = rec['stop']
+    if not st:
+        return
     out()
     out('Writer stopped during an adaptive deletion: stopped at '
         + ', '.join(f'{x["stopped"]:.2f}' for x in st) + ' s; deletion done at '
@@ -1587,7 +1638,7 @@ def main():
                         thr = Throttle(a.throttle, m.device()) if a.throttle and m.device() \
                             else None
                         peers = [(n, t) for n, t in POLITE_ADAPT_PEERS
-                                 if not want or n in want]
+                                 if not want or n in want] + extra
                         rec = polite_scenario(m, spec, peers, vals, a.runs,
                                               dd_mib, thr, a.plots, out)
                         record(dict(now, kind='polite', dd_mib=dd_mib, rows=rec,
