@@ -82,6 +82,13 @@ struct de_config {
 	int adaptive;
 	unsigned rate_max;
 	/*
+	 * With adaptive and a signal: the pace while others wait, in place
+	 * of rate when lower (0: rate).  Bursts keep their length in time,
+	 * rate_burst / rate seconds, and so shrink in proportion.  rate
+	 * stays the pace without a signal.
+	 */
+	unsigned rate_busy;
+	/*
 	 * With adaptive: the signal, the total time in microseconds that
 	 * some task has waited for I/O, ever growing; 0 and *us, or -1 when
 	 * there is none.  NULL: Linux's /proc/pressure/io ("some total=").

@@ -244,6 +244,7 @@ struct de_ctx {
 	int pace_busy;				/* others wait: cfg.rate */
 	int pace_psi_fd;			/* /proc/pressure/io, or -1 */
 	uint64_t pace_slow_ns, pace_fast_ns;	/* the two gaps */
+	unsigned pace_slow_rate, pace_slow_burst; /* and the slow pace */
 	uint64_t pace_event_ns;			/* next look or probe */
 	uint64_t pace_probe_ns;			/* a quiet window's end; 0 */
 	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */

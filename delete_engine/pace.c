@@ -23,9 +23,9 @@
  * and again, and bunched into one commit a second, once (measured:
  * docs/BENCHMARKS.md, "Polite deletion").
  *
- * de_config.adaptive makes the pace follow the other I/O: rate while
- * another process waits for the disk, rate_max (0: no limit) while none
- * does.  The signal is the time tasks have spent waiting for I/O (Linux
+ * de_config.adaptive makes the pace follow the other I/O: rate_busy
+ * (rate when 0 or higher) while another process waits for the disk,
+ * rate_max (0: no limit) while none does, and rate without a signal.  The signal is the time tasks have spent waiting for I/O (Linux
  * PSI, /proc/pressure/io "some"), which counts this deletion's own waits
  * too: its reads of cold directories and inode tables, and the journal
  * and write-back work its removals cause.  So the engine asks in quiet
@@ -40,7 +40,11 @@
  * PACE_SUSPECT_NS.  The first removal waits for the first window, so
  * that a deletion next to a writer never starts at full speed.
  * Why quiet windows and these numbers: docs/BENCHMARKS.md, "Polite
- * deletion that adapts".
+ * deletion that adapts".  rate_busy is lower than rate because most of
+ * what a removal costs the disk (the metadata it dirties) is written
+ * back later, by the flusher, where the writer pays it all the same: a
+ * pace that looks polite while the writer runs can leave it a debt
+ * (docs/BENCHMARKS.md, "What a polite deletion leaves behind").
  *
  * Lock rules: pace_mu protects the pace_* fields; nothing else is taken
  * while it is held, and nobody sleeps under it.  pace_gap_ns and
@@ -78,6 +82,21 @@ static uint64_t gap_of(unsigned rate)
 	return rate && !gap ? 1 : gap;
 }
 
+/* The slow pace: rate, or with a signal rate_busy when lower, its bursts
+ * as long in time as rate's. */
+static void set_slow(de_ctx *ctx, int busy_rate)
+{
+	unsigned rate = ctx->cfg.rate, burst = ctx->cfg.rate_burst;
+
+	if (busy_rate && ctx->cfg.rate_busy && ctx->cfg.rate_busy < rate) {
+		burst = (unsigned)((uint64_t)burst * ctx->cfg.rate_busy / rate);
+		rate = ctx->cfg.rate_busy;
+	}
+	ctx->pace_slow_rate = rate;
+	ctx->pace_slow_burst = burst > 1 ? burst : 1;
+	ctx->pace_slow_ns = gap_of(rate);
+}
+
 /* The total of /proc/pressure/io's "some" line, in microseconds. */
 static int read_psi(int fd, uint64_t *us)
 {
@@ -112,7 +131,7 @@ void de__pace_init(de_ctx *ctx)
 	ctx->pace_burst_ns = 0;
 	ctx->pace_burst_left = 0;
 	ctx->pace_psi_fd = -1;
-	ctx->pace_slow_ns = gap_of(ctx->cfg.rate);
+	set_slow(ctx, 0);
 	ctx->pace_fast_ns = gap_of(ctx->cfg.rate_max);
 	ctx->pace_gap_ns = ctx->pace_slow_ns;
 	ctx->pace_free_ns = 0;
@@ -125,6 +144,8 @@ void de__pace_init(de_ctx *ctx)
 	if (read_signal(ctx, &us) < 0)
 		return;		/* no signal: rate throughout */
 	ctx->pace_adapt = 1;
+	set_slow(ctx, 1);
+	ctx->pace_gap_ns = ctx->pace_slow_ns;
 	ctx->pace_sig_us = us;
 	ctx->pace_sig_ns = now_ns();
 	ctx->pace_event_ns = 0;		/* the first removal starts a window */
@@ -171,6 +192,7 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		__atomic_store_n(&ctx->pace_adapt, 0, __ATOMIC_RELAXED);
 		ctx->pace_busy = 1;
 		ctx->pace_probe_ns = 0;
+		set_slow(ctx, 0);
 		set_gap(ctx, ctx->pace_slow_ns, 0);
 		return 0;
 	}
@@ -238,7 +260,10 @@ void de__pace(de_ctx *ctx)
 	} else {
 		/* A burst (of one without rate_burst) starts at the next
 		 * free slot; the next one is burst * gap later. */
-		unsigned burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
+		unsigned burst = ctx->pace_slow_burst;
+
+		if (ctx->pace_adapt && !ctx->pace_busy && !ctx->pace_probe_ns)
+			burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
 
 		slot = ctx->pace_next_ns > now ? ctx->pace_next_ns : now;
 		ctx->pace_burst_ns = slot;
@@ -255,7 +280,7 @@ unsigned de__pace_rate(de_ctx *ctx)
 	unsigned rate;
 
 	pthread_mutex_lock(&ctx->pace_mu);
-	rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->cfg.rate : ctx->cfg.rate_max;
+	rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->pace_slow_rate : ctx->cfg.rate_max;
 	pthread_mutex_unlock(&ctx->pace_mu);
 	return rate;
 }

@@ -4,7 +4,10 @@
  * Nobody waiting (the signal stands still): no limit, far faster than
  * rate allows, and progress says 0; rate_max caps that.  Others who stop
  * waiting: the pace is back to no limit within about a second.  Others
- * who start: the pace falls to rate.  No signal: rate throughout. */
+ * who start: the pace falls to rate.  No signal: rate throughout.
+ * rate_busy below rate: it is the pace while others wait, in bursts as
+ * long in time as rate's, and rate is still the pace without a signal,
+ * from the start or once it goes away. */
 #include "tutil.h"
 
 enum { IDLE, BUSY, GONE };
@@ -45,6 +48,9 @@ static int on_progress(void *arg, const struct de_progress *p)
 	return 0;
 }
 
+/* rate_busy and rate_burst for run(). */
+static unsigned busy_rate, burst;
+
 /* Remove tree (n files) with rate/rate_max under the fake source going
  * from before to after at switch_s; returns the seconds it took, or -1. */
 static double run(int dfd, int n, unsigned rate, unsigned rate_max,
@@ -53,6 +59,7 @@ static double run(int dfd, int n, unsigned rate, unsigned rate_max,
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
 				 .progress_ms = 20, .rate = rate,
 				 .adaptive = 1, .rate_max = rate_max,
+				 .rate_busy = busy_rate, .rate_burst = burst,
 				 .pressure = fake_pressure };
 	struct de_target t = { "tree", DE_T_DIR, 0 };
 	struct de_hooks h = { .progress = on_progress };
@@ -117,6 +124,26 @@ int test(int dfd)
 	what = "no signal";
 	took = run(dfd, 100, 200, 0, GONE, GONE, 1e9);
 	CHECK(took >= 100 / 200.0);
+
+	what = "busy, rate_busy";
+	busy_rate = 200, burst = 2000;
+	took = run(dfd, 400, 2000, 0, BUSY, BUSY, 1e9);
+	/* 401 entries in bursts of 200 a second (2,000 a second would take
+	 * them in one): 200 at 0 s, 200 at 1 s, 1 at 2 s. */
+	CHECK(took >= 1.9);
+	CHECK(fk.pace_max == 200 && fk.pace_min == 200);
+
+	what = "busy, rate_busy, then the signal goes";
+	took = run(dfd, 1000, 2000, 0, BUSY, GONE, 0.5);
+	/* 200 at 0 s, 200 at 1 s, when the signal is read again and found
+	 * gone: rate and its bursts for the rest (at 200 a second, 4 s). */
+	CHECK(took >= 0.9 && took < 2.5);
+
+	what = "no signal, rate_busy";
+	took = run(dfd, 400, 2000, 0, GONE, GONE, 1e9);
+	/* rate, in one burst of 2,000. */
+	CHECK(took >= 0 && took < 1.0);
+	busy_rate = burst = 0;
 
 	ret = T_PASS;
 out:
