@@ -241,7 +241,7 @@ struct de_ctx {
 	unsigned pace_burst_left;		/* removals left in it */
 	/* Adaptive politeness (cfg.adaptive with a signal). */
 	int pace_adapt;
-	int pace_busy;				/* others wait: cfg.rate */
+	int pace_busy;				/* others wait: the slow pace */
 	int pace_psi_fd;			/* /proc/pressure/io, or -1 */
 	uint64_t pace_slow_ns, pace_fast_ns;	/* the two gaps */
 	unsigned pace_slow_rate, pace_slow_burst; /* and the slow pace */

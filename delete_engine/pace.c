@@ -25,7 +25,8 @@
  *
  * de_config.adaptive makes the pace follow the other I/O: rate_busy
  * (rate when 0 or higher) while another process waits for the disk,
- * rate_max (0: no limit) while none does, and rate without a signal.  The signal is the time tasks have spent waiting for I/O (Linux
+ * rate_max (0: no limit) while none does, and rate without a signal.
+ * The signal is the time tasks have spent waiting for I/O (Linux
  * PSI, /proc/pressure/io "some"), which counts this deletion's own waits
  * too: its reads of cold directories and inode tables, and the journal
  * and write-back work its removals cause.  So the engine asks in quiet
