@@ -1088,8 +1088,8 @@ def print_polite(out, title, names, rec):
         out('| --- | --- | --- | --- |')
         for n in names:
             r = rec['writer'][n]
-            wb = median(r['dd_wb'])
-            out(f'| {n} | {median(r["wb"]):.2f} | {wb:.1f} | {wb / alone_wb:.2f} |')
+            with_wb = median(r['dd_wb'])
+            out(f'| {n} | {median(r["wb"]):.2f} | {with_wb:.1f} | {with_wb / alone_wb:.2f} |')
     st = rec['stop']
     if not st:
         return

@@ -237,6 +237,7 @@ struct de_ctx {
 	pthread_mutex_t pace_mu;
 	uint64_t pace_next_ns;
 	uint64_t pace_gap_ns;			/* 0: no limit */
+	unsigned pace_burst;			/* removals per slot at it */
 	uint64_t pace_burst_ns;			/* this burst's start */
 	unsigned pace_burst_left;		/* removals left in it */
 	/* Adaptive politeness (cfg.adaptive with a signal). */

@@ -83,8 +83,20 @@ static uint64_t gap_of(unsigned rate)
 	return rate && !gap ? 1 : gap;
 }
 
-/* The slow pace: rate, or with a signal rate_busy when lower, its bursts
- * as long in time as rate's. */
+/* The pace from now on: the slow one, or rate_max's; no pacing at all
+ * until free_until. */
+static void set_pace(de_ctx *ctx, int slow, uint64_t free_until)
+{
+	unsigned burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
+
+	ctx->pace_burst = slow ? ctx->pace_slow_burst : burst;
+	__atomic_store_n(&ctx->pace_gap_ns,
+			 slow ? ctx->pace_slow_ns : ctx->pace_fast_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctx->pace_free_ns, free_until, __ATOMIC_RELEASE);
+}
+
+/* Pace at the slow pace from now on: rate, or with a signal rate_busy
+ * when lower, its bursts as long in time as rate's. */
 static void set_slow(de_ctx *ctx, int busy_rate)
 {
 	unsigned rate = ctx->cfg.rate, burst = ctx->cfg.rate_burst;
@@ -96,6 +108,7 @@ static void set_slow(de_ctx *ctx, int busy_rate)
 	ctx->pace_slow_rate = rate;
 	ctx->pace_slow_burst = burst > 1 ? burst : 1;
 	ctx->pace_slow_ns = gap_of(rate);
+	set_pace(ctx, 1, 0);
 }
 
 /* The total of /proc/pressure/io's "some" line, in microseconds. */
@@ -132,10 +145,8 @@ void de__pace_init(de_ctx *ctx)
 	ctx->pace_burst_ns = 0;
 	ctx->pace_burst_left = 0;
 	ctx->pace_psi_fd = -1;
-	set_slow(ctx, 0);
 	ctx->pace_fast_ns = gap_of(ctx->cfg.rate_max);
-	ctx->pace_gap_ns = ctx->pace_slow_ns;
-	ctx->pace_free_ns = 0;
+	set_slow(ctx, 0);
 	ctx->pace_adapt = 0;
 	ctx->pace_busy = 1;
 	if (!ctx->cfg.adaptive || !ctx->cfg.rate)
@@ -146,7 +157,6 @@ void de__pace_init(de_ctx *ctx)
 		return;		/* no signal: rate throughout */
 	ctx->pace_adapt = 1;
 	set_slow(ctx, 1);
-	ctx->pace_gap_ns = ctx->pace_slow_ns;
 	ctx->pace_sig_us = us;
 	ctx->pace_sig_ns = now_ns();
 	ctx->pace_event_ns = 0;		/* the first removal starts a window */
@@ -171,12 +181,6 @@ static unsigned permille(de_ctx *ctx, uint64_t us, uint64_t now)
 	return (us - ctx->pace_sig_us) * 1000 / dt_us;
 }
 
-static void set_gap(de_ctx *ctx, uint64_t gap, uint64_t free_until)
-{
-	__atomic_store_n(&ctx->pace_gap_ns, gap, __ATOMIC_RELAXED);
-	__atomic_store_n(&ctx->pace_free_ns, free_until, __ATOMIC_RELEASE);
-}
-
 /*
  * Under pace_mu: bring the adaptive state up to now.  Returns the end of
  * a quiet window the caller must wait for, or 0.
@@ -194,7 +198,6 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		ctx->pace_busy = 1;
 		ctx->pace_probe_ns = 0;
 		set_slow(ctx, 0);
-		set_gap(ctx, ctx->pace_slow_ns, 0);
 		return 0;
 	}
 	busy = permille(ctx, us, now) >= BUSY_PERMILLE;
@@ -213,10 +216,9 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 	ctx->pace_sig_us = us;
 	ctx->pace_sig_ns = now;
 	if (ctx->pace_probe_ns || ctx->pace_busy)
-		set_gap(ctx, ctx->pace_slow_ns, 0);
+		set_pace(ctx, 1, 0);
 	else
-		set_gap(ctx, ctx->pace_fast_ns,
-			ctx->pace_fast_ns ? 0 : ctx->pace_event_ns);
+		set_pace(ctx, 0, ctx->pace_fast_ns ? 0 : ctx->pace_event_ns);
 	return ctx->pace_probe_ns;
 }
 
@@ -261,10 +263,7 @@ void de__pace(de_ctx *ctx)
 	} else {
 		/* A burst (of one without rate_burst) starts at the next
 		 * free slot; the next one is burst * gap later. */
-		unsigned burst = ctx->pace_slow_burst;
-
-		if (ctx->pace_adapt && !ctx->pace_busy && !ctx->pace_probe_ns)
-			burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
+		unsigned burst = ctx->pace_burst;
 
 		slot = ctx->pace_next_ns > now ? ctx->pace_next_ns : now;
 		ctx->pace_burst_ns = slot;

@@ -136,7 +136,9 @@ int test(int dfd)
 	what = "busy, rate_busy, then the signal goes";
 	took = run(dfd, 1000, 2000, 0, BUSY, GONE, 0.5);
 	/* 200 at 0 s, 200 at 1 s, when the signal is read again and found
-	 * gone: rate and its bursts for the rest (at 200 a second, 4 s). */
+	 * gone; the slot the next burst already took at the slow pace is at
+	 * 2 s, and from there rate and its bursts take the rest at once (at
+	 * 200 a second, 4 s). */
 	CHECK(took >= 0.9 && took < 2.5);
 
 	what = "no signal, rate_busy";
