@@ -247,6 +247,7 @@ struct de_ctx {
 	uint64_t pace_slow_ns, pace_fast_ns;	/* the two gaps */
 	unsigned pace_slow_rate, pace_slow_burst; /* and the slow pace */
 	uint64_t pace_event_ns;			/* next look or probe */
+	uint64_t pace_reprobe_ns;		/* from a busy window to the next */
 	uint64_t pace_probe_ns;			/* a quiet window's end; 0 */
 	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */
 	uint64_t pace_free_ns;			/* no pacing until then */

@@ -32,10 +32,15 @@
  * and write-back work its removals cause.  So the engine asks in quiet
  * windows: every removal waits for PACE_PROBE_NS, and the waiting that
  * grows meanwhile is others' (a writer that syncs waits most of the
- * time).  BUSY_PERMILLE of the window or more: others wait, and rate
- * applies until the next window, PACE_REPROBE_NS on, so that the pace is
- * back up within about a second of the writer stopping.  Less: no limit,
- * and the signal is read every PACE_LOOK_NS; a stretch where it grows by
+ * time).  BUSY_PERMILLE of the window or more: others wait, and the
+ * slow pace applies until the next window, PACE_CONFIRM_NS on after a
+ * quiet one and twice as far after each busy one in a row, up to
+ * PACE_REPROBE_NS.  So the pace is back up within about a second of the
+ * writer stopping, and within a tenth of one when all that waited was
+ * the deletion's own write-back still under way (xfs's log writes on a
+ * loop device wait in the loop's worker); a burst the slow pace would
+ * start after the next window waits for it.  Less: no limit, and the
+ * signal is read every PACE_LOOK_NS; a stretch where it grows by
  * BUSY_PERMILLE or more (a writer starting, or this deletion's own
  * stalls) brings a quiet window at once, at most one per
  * PACE_SUSPECT_NS.  The first removal waits for the first window, so
@@ -63,6 +68,7 @@
 
 #define MS			1000000ull	/* in ns */
 #define PACE_PROBE_NS		(20 * MS)
+#define PACE_CONFIRM_NS		(100 * MS)
 #define PACE_REPROBE_NS		(1000 * MS)
 #define PACE_LOOK_NS		(100 * MS)
 #define PACE_SUSPECT_NS		(500 * MS)
@@ -160,6 +166,7 @@ void de__pace_init(de_ctx *ctx)
 	ctx->pace_sig_us = us;
 	ctx->pace_sig_ns = now_ns();
 	ctx->pace_event_ns = 0;		/* the first removal starts a window */
+	ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
 	ctx->pace_probe_ns = 0;
 	ctx->pace_probe_ok_ns = 0;
 }
@@ -205,7 +212,15 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		/* A quiet window is over: what waited in it was others. */
 		ctx->pace_busy = busy;
 		ctx->pace_probe_ns = 0;
-		ctx->pace_event_ns = now + (busy ? PACE_REPROBE_NS : PACE_LOOK_NS);
+		if (busy) {
+			ctx->pace_event_ns = now + ctx->pace_reprobe_ns;
+			ctx->pace_reprobe_ns *= 2;
+			if (ctx->pace_reprobe_ns > PACE_REPROBE_NS)
+				ctx->pace_reprobe_ns = PACE_REPROBE_NS;
+		} else {
+			ctx->pace_event_ns = now + PACE_LOOK_NS;
+			ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
+		}
 		ctx->pace_probe_ok_ns = now + PACE_SUSPECT_NS;
 	} else if (ctx->pace_busy || (busy && now >= ctx->pace_probe_ok_ns)) {
 		/* Time to look again (busy), or a suspicion: stop and ask. */
@@ -234,6 +249,12 @@ static void sleep_until(uint64_t when, uint64_t now)
 		;
 }
 
+/* Is a burst going on, with removals left in it? */
+static int in_burst(const de_ctx *ctx, uint64_t now)
+{
+	return ctx->pace_burst_left && ctx->pace_next_ns > now;
+}
+
 /* Wait for this removal's slot.  Returns at once when no rate is set. */
 void de__pace(de_ctx *ctx)
 {
@@ -246,7 +267,15 @@ void de__pace(de_ctx *ctx)
 	if (now < __atomic_load_n(&ctx->pace_free_ns, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ctx->pace_mu);
-	while (ctx->pace_adapt && (wait = adapt(ctx, now)) != 0) {
+	for (;;) {
+		wait = ctx->pace_adapt ? adapt(ctx, now) : 0;
+		/* A burst that would start after the next look waits for
+		 * the look instead: the pace may change there. */
+		if (!wait && ctx->pace_adapt && ctx->pace_gap_ns && !in_burst(ctx, now)
+		 && ctx->pace_next_ns > ctx->pace_event_ns)
+			wait = ctx->pace_event_ns;
+		if (!wait)
+			break;
 		pthread_mutex_unlock(&ctx->pace_mu);
 		sleep_until(wait, now);
 		now = now_ns();
@@ -256,7 +285,7 @@ void de__pace(de_ctx *ctx)
 		pthread_mutex_unlock(&ctx->pace_mu);
 		return;
 	}
-	if (ctx->pace_burst_left && ctx->pace_next_ns > now) {
+	if (in_burst(ctx, now)) {
 		/* Inside a burst: right behind its start. */
 		ctx->pace_burst_left--;
 		slot = ctx->pace_burst_ns > now ? ctx->pace_burst_ns : now;

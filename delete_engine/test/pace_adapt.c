@@ -4,7 +4,9 @@
  * Nobody waiting (the signal stands still): no limit, far faster than
  * rate allows, and progress says 0; rate_max caps that.  Others who stop
  * waiting: the pace is back to no limit within about a second.  Others
- * who start: the pace falls to rate.  No signal: rate throughout.
+ * who start: the pace falls to rate.  Others who waited in one window
+ * only: no limit again at the next, 0.1 s on.  No signal: rate
+ * throughout.
  * rate_busy below rate: it is the pace while others wait, in bursts as
  * long in time as rate's, and rate is still the pace without a signal,
  * from the start or once it goes away. */
@@ -108,9 +110,17 @@ int test(int dfd)
 
 	what = "busy, then idle";
 	took = run(dfd, 3000, 100, 0, BUSY, IDLE, 0.5);
-	/* 30 s at the rate; back to no limit at the window a second after
-	 * the last. */
-	CHECK(took >= 0.5 && took < 3.5);
+	/* 30 s at the rate; back to no limit at the first window after
+	 * 0.5 s (windows 0.1, 0.2, 0.4 s... after each busy one). */
+	CHECK(took >= 0.5 && took < 1.5);
+	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
+
+	what = "one busy window";
+	took = run(dfd, 3000, 100, 0, BUSY, IDLE, 0.03);
+	/* Others waited in the first window only (the deletion's own
+	 * write-back, say): the next one, 0.1 s on, finds nobody and the
+	 * rest goes at once, not after a second at the rate. */
+	CHECK(took >= 0 && took < 0.6);
 	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
 
 	what = "idle, then busy";
@@ -135,11 +145,10 @@ int test(int dfd)
 
 	what = "busy, rate_busy, then the signal goes";
 	took = run(dfd, 1000, 2000, 0, BUSY, GONE, 0.5);
-	/* 200 at 0 s, 200 at 1 s, when the signal is read again and found
-	 * gone; the slot the next burst already took at the slow pace is at
-	 * 2 s, and from there rate and its bursts take the rest at once (at
-	 * 200 a second, 4 s). */
-	CHECK(took >= 0.9 && took < 2.5);
+	/* 200 at 0 s; the first look after 0.5 s finds the signal gone,
+	 * and rate and its bursts take the rest at once in the slot the
+	 * slow pace booked, 1 s (at 200 a second: 4 s). */
+	CHECK(took >= 0.9 && took < 1.5);
 
 	what = "no signal, rate_busy";
 	took = run(dfd, 400, 2000, 0, GONE, GONE, 1e9);
