@@ -46,7 +46,8 @@
  * PACE_SUSPECT_NS.  The first removal waits for the first window, so
  * that a deletion next to a writer never starts at full speed.
  * Why quiet windows and these numbers: docs/BENCHMARKS.md, "Polite
- * deletion that adapts".  rate_busy is lower than rate because most of
+ * deletion that adapts" and "a busy quiet window is looked at again
+ * 0.1 s on".  rate_busy is lower than rate because most of
  * what a removal costs the disk (the metadata it dirties) is written
  * back later, by the flusher, where the writer pays it all the same: a
  * pace that looks polite while the writer runs can leave it a debt
