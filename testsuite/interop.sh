@@ -15,8 +15,10 @@
 # `run` runs the listed tests behind the same wrapper and fails when one
 # of them no longer starts the far side (re-pin after a deliberate
 # change), or skips without being named in SKIPS (the expected skips of
-# this setup, as check-upstream pins them).  The tests' scratch directory
-# name ($scratchdir, set by runtests.py for each test) is the test's name.
+# this setup, as check-upstream pins them) twice: such a skip is run
+# again alone once, since the race tests skip when they lose their race.
+# The tests' scratch directory name ($scratchdir, set by runtests.py for
+# each test) is the test's name.
 set -eu
 mode=$1 tooldir=$2 rsync=$3 stock=$4 list=$5
 shift 5
