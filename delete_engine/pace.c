@@ -268,10 +268,11 @@ void de__pace(de_ctx *ctx)
 	if (now < __atomic_load_n(&ctx->pace_free_ns, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ctx->pace_mu);
-	for (;;) {
-		wait = ctx->pace_adapt ? adapt(ctx, now) : 0;
+	while (ctx->pace_adapt) {
+		wait = adapt(ctx, now);
 		/* A burst that would start after the next look waits for
-		 * the look instead: the pace may change there. */
+		 * the look instead: the pace may change there.  (adapt()
+		 * ends pace_adapt when the signal goes.) */
 		if (!wait && ctx->pace_adapt && ctx->pace_gap_ns && !in_burst(ctx, now)
 		 && ctx->pace_next_ns > ctx->pace_event_ns)
 			wait = ctx->pace_event_ns;

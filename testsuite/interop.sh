@@ -46,6 +46,18 @@ EOF
 chmod 755 "$wrap/rsync-stock"
 
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"; }
+# suite LOG ARG...: runtests.py on ARG... with the far side behind the
+# wrapper, its output in LOG and then on stdout; its exit code in rc.
+suite() {
+	log=$1
+	shift
+	set +e
+	"$python" runtests.py --rsync-bin="$rsync" --rsync-bin2="$wrap/rsync-stock" \
+		"$@" > "$log" 2>&1
+	rc=$?
+	set -e
+	cat "$log"
+}
 # skipped LOG: the tests that runtests.py's LOG reports as skipped.
 skipped() { sed -n 's/^SKIP[[:space:]]*\([^[:space:]]*\).*/\1/p' "$1"; }
 
@@ -65,12 +77,7 @@ pin)
 	;;
 run)
 	# shellcheck disable=SC2046  # one word per test name
-	set +e
-	"$python" runtests.py --rsync-bin="$rsync" --rsync-bin2="$wrap/rsync-stock" \
-		"$@" $(names "$list") > "$wrap/suite.log" 2>&1
-	rc=$?
-	set -e
-	cat "$wrap/suite.log"
+	suite "$wrap/suite.log" "$@" $(names "$list")
 	[ $rc = 0 ] || exit $rc
 	bad=0
 	for t in $(skipped "$wrap/suite.log"); do
@@ -80,18 +87,12 @@ run)
 		# loaded CPUs make likelier: such a skip gets one more run,
 		# alone.  Skipping again, or failing, fails the check.
 		echo "check-interop: $t skipped unexpectedly; running it again alone"
-		set +e
-		"$python" runtests.py --rsync-bin="$rsync" --rsync-bin2="$wrap/rsync-stock" \
-			"$t" > "$wrap/again.log" 2>&1
-		rc=$?
-		set -e
-		cat "$wrap/again.log"
+		suite "$wrap/again.log" "$t"
 		[ $rc = 0 ] || exit $rc
 		if skipped "$wrap/again.log" | grep -qxF "$t"; then
 			echo "check-interop: $t skipped, and $skips does not expect it to" >&2
 			bad=1
 		fi
-		cat "$wrap/again.log" >> "$wrap/suite.log"
 	done
 	for t in $(names "$list"); do
 		grep -Eq "^SKIP[[:space:]]+$t( |\$)" "$wrap/suite.log" && continue
