@@ -12,11 +12,10 @@
 # (testsuite/interop-tests.txt) names the tests that do, and is pinned
 # like the expected skips: `pin` runs the whole suite with the far side
 # behind a wrapper that records which test started it, and writes LIST.
-# `run` runs the listed tests behind the same wrapper and fails when one
-# of them no longer starts the far side (re-pin after a deliberate
-# change), or skips without being named in SKIPS (the expected skips of
-# this setup, as check-upstream pins them) twice: such a skip is run
-# again alone once, since the race tests skip when they lose their race.
+# `run` runs the listed tests behind the same wrapper, their skips held to
+# SKIPS (the expected skips of this setup) by pinned.sh as check-upstream's
+# are, and fails when one of them no longer starts the far side (re-pin
+# after a deliberate change).
 # The tests' scratch directory name ($scratchdir, set by runtests.py for
 # each test) is the test's name.
 set -eu
@@ -28,6 +27,7 @@ if [ "$mode" = run ]; then
 	shift
 fi
 python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
 
 wrap=$(mktemp -d "${TMPDIR:-/tmp}/rsync-de-interop.XXXXXX")
 trap 'rm -rf "$wrap"' EXIT
@@ -46,20 +46,6 @@ EOF
 chmod 755 "$wrap/rsync-stock"
 
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"; }
-# suite LOG ARG...: runtests.py on ARG... with the far side behind the
-# wrapper, its output in LOG and then on stdout; its exit code in rc.
-suite() {
-	log=$1
-	shift
-	set +e
-	"$python" runtests.py --rsync-bin="$rsync" --rsync-bin2="$wrap/rsync-stock" \
-		"$@" > "$log" 2>&1
-	rc=$?
-	set -e
-	cat "$log"
-}
-# skipped LOG: the tests that runtests.py's LOG reports as skipped.
-skipped() { sed -n 's/^SKIP[[:space:]]*\([^[:space:]]*\).*/\1/p' "$1"; }
 
 cd "$tooldir"
 case $mode in
@@ -76,24 +62,9 @@ pin)
 	echo "interop: $(names "$list" | wc -l) tests start the far side; written to $list"
 	;;
 run)
-	# shellcheck disable=SC2046  # one word per test name
-	suite "$wrap/suite.log" "$@" $(names "$list")
-	[ $rc = 0 ] || exit $rc
+	"$here/pinned.sh" "$skips" "$wrap/suite.log" -l "$list" "$python" runtests.py \
+		--rsync-bin="$rsync" --rsync-bin2="$wrap/rsync-stock" "$@"
 	bad=0
-	for t in $(skipped "$wrap/suite.log"); do
-		names "$skips" | grep -qxF "$t" && continue
-		# The race tests (files-from-leak, filter-leak...) skip when
-		# their flipper loses the race within its budget, which two
-		# loaded CPUs make likelier: such a skip gets one more run,
-		# alone.  Skipping again, or failing, fails the check.
-		echo "check-interop: $t skipped unexpectedly; running it again alone"
-		suite "$wrap/again.log" "$t"
-		[ $rc = 0 ] || exit $rc
-		if skipped "$wrap/again.log" | grep -qxF "$t"; then
-			echo "check-interop: $t skipped, and $skips does not expect it to" >&2
-			bad=1
-		fi
-	done
 	for t in $(names "$list"); do
 		grep -Eq "^SKIP[[:space:]]+$t( |\$)" "$wrap/suite.log" && continue
 		if ! grep -qxF "$t" "$wrap/started"; then
