@@ -919,16 +919,27 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
     throttle on; a deletion still running waits for it, and its time is
     not counted) and the writer's whole run with it added: what the
     deletion cost the disk while the writer ran, wherever the flusher
-    would have put it.  plots: a directory for PNG timelines (writer
-    MB/s and removals a second)."""
+    would have put it.  And the device's writes over the writer's run
+    (sectors and requests, from dd's start to its end): what the
+    deletion added to them is its cost to the disk while the writer ran,
+    counted rather than timed.  plots: a directory for PNG timelines
+    (writer MB/s and removals a second)."""
     names = [n for n, _ in peers]
     tmpl = dict(peers)
     target = os.path.join(vals['work'], 't')
     ddout = os.path.join(m.path, 'dd.out')
     total = dd_mib << 20
-    rec = {'alone': [], 'alone_wb': [], 'idle': {n: [] for n in names}, 'stop': [],
-           'writer': {n: {'del': [], 'dd': [], 'win': [], 'wb': [], 'dd_wb': []}
-                      for n in names}}
+    dev = m.device()
+    rec = {'alone': [], 'alone_wb': [], 'alone_io': [], 'idle': {n: [] for n in names},
+           'stop': [], 'writer': {n: {'del': [], 'dd': [], 'win': [], 'wb': [], 'dd_wb': [],
+                                      'io': []} for n in names}}
+
+    def writes(since=None):
+        """The device's (sectors, requests) written so far, or since."""
+        if not dev:
+            return None
+        _, w, n = loop_stat(dev)
+        return (w, n) if since is None else (w - since[0], n - since[1])
     lines = {}
 
     def fresh(tree=True):
@@ -960,31 +971,33 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
         try:
             # The writer alone.
             fresh(tree=False)
-            t0 = time.monotonic()
+            t0, io0 = time.monotonic(), writes()
             dd = start_writer(ddout, dd_mib, throttle)
             dd.wait()
-            took = time.monotonic() - t0
+            took, io_alone = time.monotonic() - t0, writes(io0)
             alone = total / took / 1e6
             alone_wb = total / (took + write_back_left(m)) / 1e6
             # Next to the writer.
             for n in order:
                 fresh()
-                t0 = time.monotonic()
+                t0, io0 = time.monotonic(), writes()
                 dd = start_writer(ddout, dd_mib, throttle)
                 wait_for_eighth(dd, ddout, total)
                 d0, s0 = time.monotonic(), os.path.getsize(ddout)
                 tl = Timeline(ddout, target, d0)
                 dp = delete(n)
-                dd_end = wb = None
+                dd_end = wb = io = None
                 while dp.poll() is None:
                     if dd_end is None and dd.poll() is not None:
                         # The deletion waits out the freeze: not its time.
-                        dd_end = time.monotonic()
+                        dd_end, io = time.monotonic(), writes(io0)
                         wb = write_back_left(m)
                     time.sleep(0.002)
                 d1, s1 = time.monotonic() - (wb or 0), os.path.getsize(ddout)
                 dd.wait()
                 t1 = dd_end or time.monotonic()
+                if dd_end is None:
+                    io = writes(io0)
                 if wb is None:
                     wb = write_back_left(m)
                 rows = tl.end()
@@ -998,7 +1011,9 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                 log(f'{m.fs} polite round {rnd}: {n}: delete {d1 - d0:.3f} s, dd during it '
                     f'{win:.1f} MB/s, whole run {whole:.1f} MB/s (alone {alone:.1f}), '
                     f'write-back left {wb:.2f} s, with it {whole_wb:.1f} MB/s '
-                    f'(alone {alone_wb:.1f})')
+                    f'(alone {alone_wb:.1f})' + (
+                        f', device wrote {io[0] / 2048:.1f} MiB in {io[1]} requests '
+                        f'(alone {io_alone[0] / 2048:.1f} MiB in {io_alone[1]})' if io else ''))
                 if rnd:
                     r = rec['writer'][n]
                     r['del'].append(d1 - d0)
@@ -1006,6 +1021,7 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
                     r['dd'].append(whole)
                     r['wb'].append(wb)
                     r['dd_wb'].append(whole_wb)
+                    r['io'].append(io)
                     lines[n] = rows
             # An idle disk.
             for n in order:
@@ -1043,6 +1059,7 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
             if rnd:
                 rec['alone'].append(alone)
                 rec['alone_wb'].append(alone_wb)
+                rec['alone_io'].append(io_alone)
         finally:
             if throttle:
                 throttle.off()
@@ -1090,6 +1107,21 @@ def print_polite(out, title, names, rec):
             r = rec['writer'][n]
             with_wb = median(r['dd_wb'])
             out(f'| {n} | {median(r["wb"]):.2f} | {with_wb:.1f} | {with_wb / alone_wb:.2f} |')
+    ios = [x for x in rec.get('alone_io', []) if x]
+    if ios:
+        # Records from before 2026-12-03 have no device counts.
+        a_mib, a_req = median([x[0] for x in ios]) / 2048, median([x[1] for x in ios])
+        out()
+        out(f"The device's writes over the writer's run (dd's start to its end); "
+            f'dd alone: {a_mib:.1f} MiB in {a_req:.0f} requests.')
+        out()
+        out('| deleter | MiB written | beyond dd alone | write requests | beyond dd alone |')
+        out('| --- | --- | --- | --- | --- |')
+        for n in names:
+            io = [x for x in rec['writer'][n].get('io', []) if x]
+            if io:
+                mib, req = median([x[0] for x in io]) / 2048, median([x[1] for x in io])
+                out(f'| {n} | {mib:.1f} | {mib - a_mib:+.1f} | {req:.0f} | {req - a_req:+.0f} |')
     st = rec['stop']
     if not st:
         return
@@ -1170,10 +1202,11 @@ IOPS_THROTTLE = 'riops=400,wiops=400'
 
 
 def loop_stat(dev):
-    """(sectors read, sectors written) of block device MAJ:MIN so far."""
+    """(sectors read, sectors written, writes) of block device MAJ:MIN so
+    far."""
     name = os.path.basename(os.path.realpath(f'/sys/dev/block/{dev}'))
     f = open(f'/sys/block/{name}/stat').read().split()
-    return int(f[2]), int(f[6])
+    return int(f[2]), int(f[6]), int(f[4])
 
 
 def iops_scenario(fs, base, trees, peers, vals, runs, spec, img_size, out=print):
@@ -1221,7 +1254,7 @@ def iops_scenario(fs, base, trees, peers, vals, runs, spec, img_size, out=print)
                     thr = Throttle(spec, dev)
                     thr.on()
                     try:
-                        r0, w0 = loop_stat(dev)
+                        r0, w0, _ = loop_stat(dev)
                         argv = fill(tmpl[n], dict(vals, target=target,
                                                   empty=os.path.join(run, 'empty')))
                         t = time.monotonic()
@@ -1229,7 +1262,7 @@ def iops_scenario(fs, base, trees, peers, vals, runs, spec, img_size, out=print)
                         t_sync = time.monotonic()
                         sync_fs(run)
                         secs, tail = time.monotonic() - t, time.monotonic() - t_sync
-                        r1, w1 = loop_stat(dev)
+                        r1, w1, _ = loop_stat(dev)
                     finally:
                         thr.off()
                     left = count_entries(target)
@@ -1513,6 +1546,14 @@ def main():
     ap.add_argument('--details', action='store_true',
                     help='with --summarize: every cell\'s table too')
     a = ap.parse_args()
+    if a.plots:
+        # Before any measuring: a run of an hour must not end without
+        # its records for want of the plotter.
+        try:
+            import matplotlib	# noqa: F401
+        except ImportError:
+            ap.error('--plots needs matplotlib (Debian: python3-matplotlib; '
+                     'rsync-src/deps.sh bench installs it)')
 
     outf = open(a.out, 'a') if a.out else None
 
