@@ -938,8 +938,8 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
         """The device's (sectors, requests) written so far, or since."""
         if not dev:
             return None
-        _, w, n = loop_stat(dev)
-        return (w, n) if since is None else (w - since[0], n - since[1])
+        _, sectors, reqs = loop_stat(dev)
+        return (sectors, reqs) if since is None else (sectors - since[0], reqs - since[1])
     lines = {}
 
     def fresh(tree=True):
@@ -1109,7 +1109,7 @@ def print_polite(out, title, names, rec):
             out(f'| {n} | {median(r["wb"]):.2f} | {with_wb:.1f} | {with_wb / alone_wb:.2f} |')
     ios = [x for x in rec.get('alone_io', []) if x]
     if ios:
-        # Records from before 2026-12-03 have no device counts.
+        # Records from before 2026-12-02's fourth run have no device counts.
         a_mib, a_req = median([x[0] for x in ios]) / 2048, median([x[1] for x in ios])
         out()
         out(f"The device's writes over the writer's run (dd's start to its end); "
