@@ -2,9 +2,9 @@
 # pinned.sh SKIPS LOG [-l LIST] COMMAND...: run a test suite (COMMAND: a
 # runtests.py command line, or a script that ends in one and passes its
 # arguments on), or only the tests named in the file LIST, and hold its
-# skips to a pinned list.  make check-upstream, check-tcp,
-# check-user and check-fork run their suites through it, and interop.sh
-# its two-sided tests.
+# skips to a pinned list.  make check-upstream, check-tcp, check-user,
+# check-fork and check-asan-fork run their suites through it, and
+# interop.sh its two-sided tests.
 #
 # SKIPS names the tests expected to skip in this setup (one a line, "#"
 # comments; make pin-skips writes them).  The run fails when a test
@@ -14,8 +14,8 @@
 # its race within its budget, which two loaded CPUs make likelier, so an
 # unexpected skip is run again, alone (COMMAND TEST), once.
 #
-# COMMAND's output goes to LOG, then to stdout; the run again goes to
-# LOG.again.  runtests.py's own pinning (--expect-skipped) is left at
+# COMMAND's output goes to stdout as it comes and to LOG; the run again
+# goes to LOG.again.  runtests.py's own pinning (--expect-skipped) is left at
 # IGNORE: this script does that job.
 set -eu
 skips=$1 log=$2 list=
@@ -28,20 +28,18 @@ fi
 names() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"; }
 # tests LOG RESULT: the tests that runtests.py's LOG reports with RESULT.
 tests() { sed -n "s/^$2[[:space:]]*\\([^[:space:]]*\\).*/\\1/p" "$1"; }
-# run LOG ARG...: COMMAND ARG... into LOG and then stdout; its exit code in rc.
+# run LOG ARG...: COMMAND ARG... to stdout and LOG; its exit code in rc.
 run() {
 	out=$1
 	shift
-	set +e
-	"$@" > "$out" 2>&1
-	rc=$?
-	set -e
-	cat "$out"
+	{ "$@" 2>&1 && echo 0 > "$out.rc" || echo $? > "$out.rc"; } | tee "$out"
+	rc=$(cat "$out.rc")
+	rm -f "$out.rc"
 }
 
 # shellcheck disable=SC2046  # one word per test name
 run "$log" "$@" --expect-skipped=IGNORE $([ -z "$list" ] || names "$list")
-[ $rc = 0 ] || exit $rc
+[ "$rc" = 0 ] || exit "$rc"
 bad=0
 for t in $(tests "$log" PASS); do
 	if names "$skips" | grep -qxF "$t"; then
@@ -53,7 +51,7 @@ for t in $(tests "$log" SKIP); do
 	names "$skips" | grep -qxF "$t" && continue
 	echo "pinned.sh: $t skipped unexpectedly; running it again alone"
 	run "$log.again" "$@" --expect-skipped=IGNORE "$t"
-	[ $rc = 0 ] || exit $rc
+	[ "$rc" = 0 ] || exit "$rc"
 	if tests "$log.again" SKIP | grep -qxF "$t"; then
 		echo "pinned.sh: $t skipped, and $skips does not expect it to" >&2
 		bad=1
