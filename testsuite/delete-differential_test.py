@@ -12,10 +12,14 @@ Seeds: a fixed set in `make check`; RSYNC_DE_SEEDS=N runs N more random
 ones (the failing seed is printed).
 
 Shapes a random tree never makes, each built afresh for each run:
-  * a deep chain under a filter: 30 levels of 200-byte names (6,000
+  * a deep chain under a filter: 30 levels of 255-byte names (7,680
     bytes) beside a plain tree, with an exclude rule: stock keeps what it
     cannot name ("filename overflows max-path len", exit 23) and so must
-    rsync-de (it kept it with exit 0 and no word);
+    rsync-de (it kept it with exit 0 and no word).  The deepest names
+    stock can name are 250 bytes short of its limit: it also counts the
+    destination's own path when it deletes (and fails with "File name
+    too long" where rsync-de deletes), so the shape leaves room for the
+    scratch directory's path;
   * an extraneous mount point (root only): with -x the same as stock;
     without it, the documented safer outcome: rsync-de keeps the mount
     point and what is in it, where stock empties it and fails to remove
@@ -184,7 +188,7 @@ def fd_listing(root) -> list:
 
 
 def deep_chain_tree(dst) -> None:
-    """a/N/N/... (30 levels of 200-byte names, 20 files each) and b/."""
+    """a/N/N/... (30 levels of 255-byte names, 20 files each) and b/."""
     for i in range(5):
         (dst / 'b' / f's{i}').mkdir(parents=True)
         for j in range(5):
@@ -192,10 +196,10 @@ def deep_chain_tree(dst) -> None:
     (dst / 'a').mkdir()
     fd = os.open(dst / 'a', os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(30):
-        os.mkdir('n' * 200, dir_fd=fd)
+        os.mkdir('n' * 255, dir_fd=fd)
         for k in range(20):
             os.close(os.open(f'f{k}', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-        nfd = os.open('n' * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        nfd = os.open('n' * 255, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
         os.close(fd)
         fd = nfd
     os.close(fd)
