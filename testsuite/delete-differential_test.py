@@ -20,6 +20,9 @@ Shapes a random tree never makes, each built afresh for each run:
     destination's own path when it deletes (and fails with "File name
     too long" where rsync-de deletes), so the shape leaves room for the
     scratch directory's path;
+  * that difference itself: a chain of 200-byte names under a
+    destination 500 bytes deeper, where stock fails on the deepest names
+    it can name and rsync-de deletes them, and nothing else differs;
   * an extraneous mount point (root only): with -x the same as stock;
     without it, the documented safer outcome: rsync-de keeps the mount
     point and what is in it, where stock empties it and fails to remove
@@ -187,8 +190,8 @@ def fd_listing(root) -> list:
     return sorted(out)
 
 
-def deep_chain_tree(dst) -> None:
-    """a/N/N/... (30 levels of 255-byte names, 20 files each) and b/."""
+def deep_chain_tree(dst, name_len=255) -> None:
+    """a/N/N/... (30 levels of NAME_LEN-byte names, 20 files each) and b/."""
     for i in range(5):
         (dst / 'b' / f's{i}').mkdir(parents=True)
         for j in range(5):
@@ -196,19 +199,19 @@ def deep_chain_tree(dst) -> None:
     (dst / 'a').mkdir()
     fd = os.open(dst / 'a', os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(30):
-        os.mkdir('n' * 255, dir_fd=fd)
+        os.mkdir('n' * name_len, dir_fd=fd)
         for k in range(20):
             os.close(os.open(f'f{k}', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
-        nfd = os.open('n' * 255, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        nfd = os.open('n' * name_len, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
         os.close(fd)
         fd = nfd
     os.close(fd)
 
 
-def shape_runs(label, build, opts, stock_opts, mounts=None) -> tuple:
-    """Build the shape into a fresh destination for each run and run
-    both; returns (stock, fork) as (dst, completed process) pairs."""
-    base = SCRATCHDIR / 'shape'
+def shape_runs(label, build, opts, stock_opts, mounts=None, base=None) -> tuple:
+    """Build the shape into a fresh destination for each run (under BASE)
+    and run both; returns (stock, fork) as (dst, completed process) pairs."""
+    base = base or SCRATCHDIR / 'shape'
     subprocess.run(['rm', '-rf', str(base)], check=True)
     src = base / 'src'
     src.mkdir(parents=True)
@@ -257,6 +260,43 @@ for opts, stock_opts in (
     if 'filename overflows max-path len' not in fres[1].stderr:
         test_fail(f'{label}: no "filename overflows max-path len" in {fres[1].stderr[-300:]}')
     compare_same(label, sres, fres)
+
+# The same chain of 200-byte names under a destination whose own path is
+# 500 bytes longer: the deepest names rsync can name (4,024 bytes from the
+# destination) are then more than 4,096 bytes from /.  Stock counts the
+# destination's path when it unlinks them and fails, "File name too long";
+# rsync-de, working from directory fds, deletes them (README).  All else
+# is as stock leaves it, down to the same failures of rsync's own rmdir
+# for the directories left non-empty.
+label = 'deep chain under a long destination path'
+opts = ['-a', '--delete', '--exclude=*.tmp', '-v']
+(sdst, sp), (fdst, fp) = shape_runs(
+    label, lambda d: deep_chain_tree(d, 200), opts, opts,
+    base=SCRATCHDIR / 'long' / ('p' * 250) / ('p' * 250))
+if (sp.returncode, fp.returncode) != (23, 23):
+    test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}')
+
+
+def too_long(err, call) -> list:
+    """ERR's lines that say CALL (unlink, rmdir) failed for the length."""
+    return [x for x in err.splitlines()
+            if f'delete_file: {call}(' in x and 'failed: File name too long' in x]
+
+
+if not too_long(sp.stderr, 'unlink'):
+    test_fail(f'{label}: stock no longer fails here; make this shape '
+              f'a compare_same():\n{sp.stderr[-300:]}')
+if too_long(fp.stderr, 'unlink'):
+    test_fail(f'{label}: {too_long(fp.stderr, "unlink")[0][-200:]}')
+# The directories left non-empty go through rsync's own rmdir in both.
+if too_long(fp.stderr, 'rmdir') != too_long(sp.stderr, 'rmdir'):
+    test_fail(f'{label}: the rmdir failures differ')
+sl, fl = set(fd_listing(sdst)), set(fd_listing(fdst))
+kept = sl - fl
+if fl - sl or len(kept) != len(too_long(sp.stderr, 'unlink')) \
+        or any(t != 'f' for _, t, _ in kept):
+    test_fail(f'{label}: stock failed on {len(too_long(sp.stderr, "unlink"))}, '
+              f'only stock {len(kept)} {sorted(kept)[:1]}, only fork {sorted(fl - sl)[:1]}')
 
 
 def mount_tree(dst) -> None:
