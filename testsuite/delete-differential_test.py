@@ -232,6 +232,12 @@ def shape_runs(label, build, opts, stock_opts, mounts=None, base=None) -> tuple:
     return out[0], out[1]
 
 
+def too_long(err, call) -> list:
+    """ERR's lines that say CALL (unlink, rmdir) failed for the length."""
+    return [x for x in err.splitlines()
+            if f'delete_file: {call}(' in x and 'failed: File name too long' in x]
+
+
 def compare_same(label, sres, fres) -> None:
     (sdst, sp), (fdst, fp) = sres, fres
     if sp.returncode != fp.returncode:
@@ -275,28 +281,20 @@ opts = ['-a', '--delete', '--exclude=*.tmp', '-v']
     base=SCRATCHDIR / 'long' / ('p' * 250) / ('p' * 250))
 if (sp.returncode, fp.returncode) != (23, 23):
     test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}')
-
-
-def too_long(err, call) -> list:
-    """ERR's lines that say CALL (unlink, rmdir) failed for the length."""
-    return [x for x in err.splitlines()
-            if f'delete_file: {call}(' in x and 'failed: File name too long' in x]
-
-
-if not too_long(sp.stderr, 'unlink'):
+s_unlink, f_unlink = too_long(sp.stderr, 'unlink'), too_long(fp.stderr, 'unlink')
+if not s_unlink:
     test_fail(f'{label}: stock no longer fails here; make this shape '
               f'a compare_same():\n{sp.stderr[-300:]}')
-if too_long(fp.stderr, 'unlink'):
-    test_fail(f'{label}: {too_long(fp.stderr, "unlink")[0][-200:]}')
+if f_unlink:
+    test_fail(f'{label}: {f_unlink[0][-200:]}')
 # The directories left non-empty go through rsync's own rmdir in both.
 if too_long(fp.stderr, 'rmdir') != too_long(sp.stderr, 'rmdir'):
     test_fail(f'{label}: the rmdir failures differ')
 sl, fl = set(fd_listing(sdst)), set(fd_listing(fdst))
 kept = sl - fl
-if fl - sl or len(kept) != len(too_long(sp.stderr, 'unlink')) \
-        or any(t != 'f' for _, t, _ in kept):
-    test_fail(f'{label}: stock failed on {len(too_long(sp.stderr, "unlink"))}, '
-              f'only stock {len(kept)} {sorted(kept)[:1]}, only fork {sorted(fl - sl)[:1]}')
+if fl - sl or len(kept) != len(s_unlink) or any(t != 'f' for _, t, _ in kept):
+    test_fail(f'{label}: stock failed on {len(s_unlink)}, only stock {len(kept)} '
+              f'{sorted(kept)[:1]}, only fork {sorted(fl - sl)[:1]}')
 
 
 def mount_tree(dst) -> None:
