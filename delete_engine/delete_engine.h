@@ -89,6 +89,14 @@ struct de_config {
 	 */
 	unsigned rate_busy;
 	/*
+	 * With adaptive and a signal: for this many milliseconds after
+	 * others start waiting, no removals at all; rate_busy (or rate)
+	 * applies only while they wait longer (0: at once).  Even slow
+	 * removals leave a writer their metadata's write-back to pay; I/O
+	 * that ends within the time pays none of it (pace.c).
+	 */
+	unsigned yield_ms;
+	/*
 	 * With adaptive: the signal, the total time in microseconds that
 	 * some task has waited for I/O, ever growing; 0 and *us, or -1 when
 	 * there is none.  NULL: Linux's /proc/pressure/io ("some total=").
@@ -142,12 +150,15 @@ struct de_dirent {
 	enum de_action action;	/* set by the enter_dir hook */
 };
 
+#define DE_PACE_YIELD	(~0u)
+
 struct de_progress {
 	uint64_t removed;	/* entries removed (or would be) so far */
 	uint64_t failed;
 	uint64_t dirs_pending;	/* directories started, not finished */
 	uint64_t elapsed_ms;
-	/* The pace now, removals per second; 0: no limit. */
+	/* The pace now, removals per second; 0: no limit; DE_PACE_YIELD:
+	 * none, others' I/O goes first (de_config.yield_ms). */
 	unsigned pace;
 };
 

@@ -251,6 +251,7 @@ struct de_ctx {
 	uint64_t pace_probe_ns;			/* a quiet window's end; 0 */
 	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */
 	uint64_t pace_free_ns;			/* no pacing until then */
+	uint64_t pace_yield_ns;			/* a busy spell's yield ends; 0 */
 	uint64_t pace_sig_us, pace_sig_ns;	/* the last reading, when */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by

@@ -53,6 +53,17 @@
  * pace that looks polite while the writer runs can leave it a debt
  * (docs/BENCHMARKS.md, "What a polite deletion leaves behind").
  *
+ * de_config.yield_ms holds all removals for that long once a window
+ * finds others waiting after one that did not (or the first window
+ * does): the slow pace applies only to a spell of their waiting that
+ * lasts longer, and a quiet window ends the spell.  Even at the slow
+ * pace, removals beside a writer leave it their metadata's write-back
+ * to pay, at its end or while it runs; I/O that ends within the yield
+ * pays none of it, and a deletion beside longer I/O only starts that
+ * much later (docs/BENCHMARKS.md, "Polite deletion yields first").
+ * The calling thread delivers progress between its looks while it
+ * waits.
+ *
  * Lock rules: pace_mu protects the pace_* fields; nothing else is taken
  * while it is held, and nobody sleeps under it.  pace_gap_ns and
  * pace_free_ns are also read without it (atomically), so that a removal
@@ -170,6 +181,7 @@ void de__pace_init(de_ctx *ctx)
 	ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
 	ctx->pace_probe_ns = 0;
 	ctx->pace_probe_ok_ns = 0;
+	ctx->pace_yield_ns = 0;
 }
 
 void de__pace_destroy(de_ctx *ctx)
@@ -189,9 +201,29 @@ static unsigned permille(de_ctx *ctx, uint64_t us, uint64_t now)
 	return (us - ctx->pace_sig_us) * 1000 / dt_us;
 }
 
+/* Under pace_mu: is the pace none at all, others waiting for less than
+ * yield_ms so far? */
+static int yielding(const de_ctx *ctx, uint64_t now)
+{
+	return ctx->pace_busy && now < ctx->pace_yield_ns;
+}
+
+/* Under pace_mu: what a removal must wait for before it looks again: a
+ * quiet window's end, or while yielding the next window or the yield's
+ * end, whichever comes first; 0: nothing. */
+static uint64_t hold_until(const de_ctx *ctx, uint64_t now)
+{
+	if (ctx->pace_probe_ns)
+		return ctx->pace_probe_ns;
+	if (yielding(ctx, now))
+		return ctx->pace_event_ns < ctx->pace_yield_ns ? ctx->pace_event_ns
+							     : ctx->pace_yield_ns;
+	return 0;
+}
+
 /*
- * Under pace_mu: bring the adaptive state up to now.  Returns the end of
- * a quiet window the caller must wait for, or 0.
+ * Under pace_mu: bring the adaptive state up to now.  Returns when the
+ * caller may look again (hold_until()), or 0: it may go on.
  */
 static uint64_t adapt(de_ctx *ctx, uint64_t now)
 {
@@ -199,12 +231,13 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 	unsigned busy;
 
 	if (now < ctx->pace_event_ns)
-		return ctx->pace_probe_ns;
+		return hold_until(ctx, now);
 	if (read_signal(ctx, &us) < 0) {
 		/* The signal went away: rate from now on. */
 		__atomic_store_n(&ctx->pace_adapt, 0, __ATOMIC_RELAXED);
 		ctx->pace_busy = 1;
 		ctx->pace_probe_ns = 0;
+		ctx->pace_yield_ns = 0;
 		set_slow(ctx, 0);
 		return 0;
 	}
@@ -214,11 +247,15 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		ctx->pace_busy = busy;
 		ctx->pace_probe_ns = 0;
 		if (busy) {
+			/* A spell of others' waiting starts: yield to it. */
+			if (!ctx->pace_yield_ns)
+				ctx->pace_yield_ns = now + ctx->cfg.yield_ms * MS;
 			ctx->pace_event_ns = now + ctx->pace_reprobe_ns;
 			ctx->pace_reprobe_ns *= 2;
 			if (ctx->pace_reprobe_ns > PACE_REPROBE_NS)
 				ctx->pace_reprobe_ns = PACE_REPROBE_NS;
 		} else {
+			ctx->pace_yield_ns = 0;
 			ctx->pace_event_ns = now + PACE_LOOK_NS;
 			ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
 		}
@@ -235,7 +272,7 @@ static uint64_t adapt(de_ctx *ctx, uint64_t now)
 		set_pace(ctx, 1, 0);
 	else
 		set_pace(ctx, 0, ctx->pace_fast_ns ? 0 : ctx->pace_event_ns);
-	return ctx->pace_probe_ns;
+	return hold_until(ctx, now);
 }
 
 static void sleep_until(uint64_t when, uint64_t now)
@@ -280,6 +317,13 @@ void de__pace(de_ctx *ctx)
 			break;
 		pthread_mutex_unlock(&ctx->pace_mu);
 		sleep_until(wait, now);
+		/* A yield lasts seconds: the calling thread still delivers
+		 * progress, which is how rsync sends keep-alives, and a
+		 * cancelled run does not wait for it to end. */
+		if (ctx->tick && pthread_equal(pthread_self(), ctx->caller))
+			ctx->tick(ctx);
+		if (de__cancelled(ctx))
+			return;
 		now = now_ns();
 		pthread_mutex_lock(&ctx->pace_mu);
 	}
@@ -305,13 +349,18 @@ void de__pace(de_ctx *ctx)
 	sleep_until(slot, now);
 }
 
-/* The pace now, for progress: removals a second, 0 for no limit. */
+/* The pace now, for progress: removals a second, 0 for no limit,
+ * DE_PACE_YIELD for none. */
 unsigned de__pace_rate(de_ctx *ctx)
 {
 	unsigned rate;
 
 	pthread_mutex_lock(&ctx->pace_mu);
-	rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->pace_slow_rate : ctx->cfg.rate_max;
+	if (ctx->pace_adapt && yielding(ctx, now_ns()))
+		rate = DE_PACE_YIELD;
+	else
+		rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->pace_slow_rate
+							  : ctx->cfg.rate_max;
 	pthread_mutex_unlock(&ctx->pace_mu);
 	return rate;
 }

@@ -9,7 +9,11 @@
  * throughout.
  * rate_busy below rate: it is the pace while others wait, in bursts as
  * long in time as rate's, and rate is still the pace without a signal,
- * from the start or once it goes away. */
+ * from the start or once it goes away.
+ * yield_ms: while others wait, nothing at all is removed until they have
+ * waited that long, then rate_busy applies, and progress says which;
+ * others who stop waiting meanwhile get the rest at once; without a
+ * signal there is nothing to yield to. */
 #include "tutil.h"
 
 enum { IDLE, BUSY, GONE };
@@ -18,7 +22,9 @@ static struct fake {
 	int before, after;	/* the source's state before and after switch_s */
 	double switch_s, t0;
 	unsigned pace_min, pace_max;	/* paces progress saw */
-	uint64_t removed_at_1s;
+	double at_s;			/* when to sample removed_at */
+	uint64_t removed_at;		/* removals by then, plus 1; 0 */
+	double last_s, max_gap_s;	/* progress: the longest gap in 1 s */
 } fk;
 
 static int fake_pressure(void *arg, uint64_t *us)
@@ -40,28 +46,37 @@ static int fake_pressure(void *arg, uint64_t *us)
 
 static int on_progress(void *arg, const struct de_progress *p)
 {
+	double t = t_now() - fk.t0;
+
 	(void)arg;
+	if (t < 1.0 && t - fk.last_s > fk.max_gap_s)
+		fk.max_gap_s = t - fk.last_s;
+	fk.last_s = t;
 	if (p->pace < fk.pace_min)
 		fk.pace_min = p->pace;
 	if (p->pace > fk.pace_max)
 		fk.pace_max = p->pace;
-	if (!fk.removed_at_1s && t_now() - fk.t0 >= 1.0)
-		fk.removed_at_1s = p->removed ? p->removed : 1;
+	if (!fk.removed_at && t_now() - fk.t0 >= fk.at_s)
+		fk.removed_at = p->removed + 1;
 	return 0;
 }
 
-/* rate_busy and rate_burst for run(). */
-static unsigned busy_rate, burst;
+/* rate_busy, rate_burst, yield_ms and when to sample removed_at, for
+ * run(). */
+static unsigned busy_rate, burst, yield;
+static long long max_delete = -1;
+static double sample_s = 1.0;
 
 /* Remove tree (n files) with rate/rate_max under the fake source going
  * from before to after at switch_s; returns the seconds it took, or -1. */
 static double run(int dfd, int n, unsigned rate, unsigned rate_max,
 		  int before, int after, double switch_s)
 {
-	struct de_config cfg = { .threads = 2, .max_delete = -1,
+	struct de_config cfg = { .threads = 2, .max_delete = max_delete,
 				 .progress_ms = 20, .rate = rate,
 				 .adaptive = 1, .rate_max = rate_max,
 				 .rate_busy = busy_rate, .rate_burst = burst,
+				 .yield_ms = yield,
 				 .pressure = fake_pressure };
 	struct de_target t = { "tree", DE_T_DIR, 0 };
 	struct de_hooks h = { .progress = on_progress };
@@ -74,6 +89,7 @@ static double run(int dfd, int n, unsigned rate, unsigned rate_max,
 	fk.after = after;
 	fk.switch_s = switch_s;
 	fk.pace_min = ~0u;
+	fk.at_s = sample_s;
 	if (mkdirat(dfd, "tree", 0755) || t_files(dfd, "tree/f%d", n))
 		return -1;
 	fk.t0 = t_now();
@@ -128,7 +144,7 @@ int test(int dfd)
 	/* At the cap alone, all 801 would be gone by 1 s; falling to 400 a
 	 * second within the next look and window leaves fewer. */
 	CHECK(took >= 1.2);
-	CHECK(fk.removed_at_1s > 0 && fk.removed_at_1s < 700);
+	CHECK(fk.removed_at > 0 && fk.removed_at - 1 < 700);
 	CHECK(fk.pace_min == 400 && fk.pace_max == 1000);
 
 	what = "no signal";
@@ -156,11 +172,50 @@ int test(int dfd)
 	CHECK(took >= 0 && took < 1.0);
 	busy_rate = burst = 0;
 
+	what = "busy, yield";
+	busy_rate = 100, burst = 500, yield = 600, sample_s = 0.5;
+	took = run(dfd, 150, 500, 0, BUSY, BUSY, 1e9);
+	/* Nothing until 0.6 s (the first window, 20 ms, starts the
+	 * spell), then 100 at once and 51 a second later. */
+	CHECK(took >= 1.5 && took < 2.5);
+	CHECK(fk.removed_at == 1);
+	CHECK(fk.pace_max == DE_PACE_YIELD && fk.pace_min == 100);
+
+	what = "busy, yield, serial";
+	max_delete = 1000;
+	took = run(dfd, 150, 500, 0, BUSY, BUSY, 1e9);
+	/* With max_delete the calling thread removes, and so waits in the
+	 * yield itself: it still delivers progress (rsync's keep-alives)
+	 * at every look.  (Gaps count in the first second only: after the
+	 * yield, the next slow burst is a second away, as it always was.) */
+	CHECK(took >= 1.5 && took < 2.5);
+	CHECK(fk.removed_at == 1 && fk.max_gap_s < 0.5);
+	max_delete = -1;
+
+	what = "busy, yield, then idle";
+	yield = 10000, sample_s = 0.25;
+	took = run(dfd, 3000, 1000, 0, BUSY, IDLE, 0.3);
+	/* Nothing while others wait; the first window after 0.3 s (at
+	 * 0.34 s: 0.02, 0.12, 0.32 s start the windows) finds nobody, and
+	 * the rest goes at once. */
+	CHECK(took >= 0.3 && took < 1.3);
+	CHECK(fk.removed_at == 1);
+	CHECK(fk.pace_max == DE_PACE_YIELD && fk.pace_min == 0);
+
+	what = "no signal, yield";
+	burst = 100;
+	took = run(dfd, 100, 200, 0, GONE, GONE, 1e9);
+	/* rate, 200 a second in bursts of 100, from the start: nothing to
+	 * yield to. */
+	CHECK(took >= 100 / 200.0 && took < 2.0);
+	CHECK(fk.removed_at > 1);
+	busy_rate = burst = yield = 0, sample_s = 1.0;
+
 	ret = T_PASS;
 out:
 	if (ret != T_PASS)
-		fprintf(stderr, "pace_adapt: %s: %.3f s, pace %u..%u, %llu removed at 1 s\n",
+		fprintf(stderr, "pace_adapt: %s: %.3f s, pace %u..%u, %lld removed at %.1f s\n",
 			what, took, fk.pace_min, fk.pace_max,
-			(unsigned long long)fk.removed_at_1s);
+			(long long)fk.removed_at - 1, fk.at_s);
 	return ret;
 }
