@@ -911,7 +911,7 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
     started first; the deletion starts when it has written 1/8), on an
     idle disk, and next to a writer that stops POLITE_STOP s into the
     deletion.  Peers alternate, first round dropped, fresh tree per run,
-    cold cache.  Reports the deletion's time, the writer's MB/s during
+    settled (fresh()), cold cache.  Reports the deletion's time, the writer's MB/s during
     the deletion and over its whole run against dd alone, the deletion's
     time on an idle disk against full speed's, and how long after the
     writer stopped the adaptive deletion ran at full speed.  And, when
@@ -943,7 +943,13 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
     lines = {}
 
     def fresh(tree=True):
-        """A new tree, a cold cache, then the throttle."""
+        """A new tree, settled and a cold cache, then the throttle.  A
+        tree that is deleted has long been written in place; one just
+        made has not (xfs keeps its inodes and btree blocks logged but
+        dirty, and drop_caches leaves dirty buffers be), and a deletion
+        that frees those buffers before they are written back saves the
+        writer their write-back: it would look cheap for it.  So the
+        write-back is done first, unthrottled (write_back_left())."""
         if throttle:
             throttle.off()
         remove(target)
@@ -951,6 +957,7 @@ def polite_scenario(m, spec, peers, vals, runs, dd_mib, throttle, plots, out=pri
             os.unlink(ddout)
         if tree:
             make_tree(spec, target)
+        write_back_left(m)
         drop_caches(m.path)
         if throttle:
             throttle.on()
