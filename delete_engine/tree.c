@@ -249,8 +249,10 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 	}
 	unlock(ctx);
 	if (childfd >= 0) {
-		fd = openat(childfd, "..", O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
+		/* Under EMFILE, shedding an idle fd (or waiting for
+		 * one) beats the walk down below, which needs one fd more:
+		 * an ancestor's, pinned, beside this child's. */
+		fd = de__reopen_dir(ctx, childfd, "..");
 		if (fd >= 0 && verify_fd(fd, n)) {
 			close(fd);
 			fd = -1;
