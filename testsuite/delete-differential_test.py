@@ -39,25 +39,20 @@ Shapes a random tree never makes, each built afresh for each run:
     dry run is compared with the real run, not with stock.
 """
 
-import difflib
 import os
 import random
-import re
 import shutil
-import stat
 import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
 from forkfns import (
-    Mounts, age_tree, assert_same_tree, random_tree, require_stock, run,
-    tree_listing,
+    DELETE_LINE, STOCK_EQUIVALENT, Mounts, age_tree, assert_same_tree,
+    compare_same, diff, fd_listing, normalise, normalise_err, random_tree,
+    require_stock, run, tree_listing,
 )
 
 stock = require_stock()
 fork = RSYNC.split()
-DELETE_LINE = ('deleting ', '*deleting ')
-SOURCE_LINE = re.compile(r'(\w+\.c)\(\d+\)')
-VERSION_TAG = re.compile(r'\[(\w+)=\d+\.\d+\.\d+(?:-de\d+)?\]')
 
 OPTION_SETS = [
     ['-a', '--delete'],
@@ -79,8 +74,6 @@ OPTION_SETS = [
     ['-a', '--delete', '--stats'],
 ]
 
-# --delete-only against the stock options that mean the same.
-STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
 PAIRED = [
     (['--delete-only', '-v'], STOCK_EQUIVALENT + ['-v']),
     (['--delete-only', '-v', '--exclude=a'], STOCK_EQUIVALENT + ['-v', '--exclude=a']),
@@ -88,25 +81,6 @@ PAIRED = [
     (['--delete-only', '--max-delete=2', '-v'], STOCK_EQUIVALENT + ['--max-delete=2', '-v']),
     (['--delete-only', '-i', '--delete-after'], STOCK_EQUIVALENT + ['-i', '--delete-after']),
 ]
-
-
-def normalise(text: str, dst: str) -> list:
-    """Output lines with the run-specific destination path and timings removed."""
-    keep = []
-    for line in text.replace(dst, 'DST').splitlines():
-        if line.startswith(('sent ', 'total size is ')):
-            continue
-        # Traffic and timing differ: rsync-de's local server sends no
-        # deletion names that the client will not print.
-        if 'bytes' in line or 'time:' in line:
-            continue
-        keep.append(line)
-    return keep
-
-
-def diff(stock_lines: list, fork_lines: list) -> str:
-    return '\n'.join(difflib.unified_diff(stock_lines, fork_lines, 'stock',
-                                           'fork', lineterm='', n=1))
 
 
 def one_case(seed: int, opts: list, stock_opts: list) -> None:
@@ -146,11 +120,7 @@ def one_case(seed: int, opts: list, stock_opts: list) -> None:
         test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
     if sorted(so) != sorted(fo):
         test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo)))
-    se, fe = normalise(sp.stderr, str(sdst)), normalise(fp.stderr, str(fdst))
-    # "rsync error: ... at main.c(1412) [generator=3.5.1]" names a source
-    # line and the version, which the patches move.
-    se = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', line)) for line in se]
-    fe = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', line)) for line in fe]
+    se, fe = normalise_err(sp.stderr, str(sdst)), normalise_err(fp.stderr, str(fdst))
     if se != fe:
         test_fail(f'{label}: stderr differs:\n' + diff(se, fe))
     shutil.rmtree(base)
@@ -167,28 +137,6 @@ for seed in seeds:
 
 
 # ---- Shapes: a deep chain under a filter, an extraneous mount point --------
-
-def fd_listing(root) -> list:
-    """tree_listing() walked with directory fds, so that names past
-    PATH_MAX are listed too (os.walk() cannot stat them)."""
-    out, stack = [], [(os.open(root, os.O_RDONLY | os.O_DIRECTORY), '')]
-    while stack:
-        fd, rel = stack.pop()
-        with os.scandir(fd) as it:
-            for e in it:
-                r = f'{rel}/{e.name}' if rel else e.name
-                st = e.stat(follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    out.append((r, 'l', os.readlink(e.name, dir_fd=fd)))
-                elif stat.S_ISDIR(st.st_mode):
-                    out.append((r, 'd', ''))
-                    stack.append((os.open(e.name, os.O_RDONLY | os.O_DIRECTORY
-                                          | os.O_NOFOLLOW, dir_fd=fd), r))
-                else:
-                    out.append((r, 'f', st.st_size))
-        os.close(fd)
-    return sorted(out)
-
 
 def deep_chain_tree(dst, name_len=255) -> None:
     """a/N/N/... (30 levels of NAME_LEN-byte names, 20 files each) and b/."""
@@ -236,26 +184,6 @@ def too_long(err, call) -> list:
     """ERR's lines that say CALL (unlink, rmdir) failed for the length."""
     return [x for x in err.splitlines()
             if f'delete_file: {call}(' in x and 'failed: File name too long' in x]
-
-
-def compare_same(label, sres, fres) -> None:
-    (sdst, sp), (fdst, fp) = sres, fres
-    if sp.returncode != fp.returncode:
-        test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}\n{fp.stderr[-500:]}')
-    sl, fl = fd_listing(sdst), fd_listing(fdst)
-    if sl != fl:
-        test_fail(f'{label}: trees differ: only stock {sorted(set(sl) - set(fl))[:3]}, '
-                  f'only fork {sorted(set(fl) - set(sl))[:3]}')
-    so, fo = normalise(sp.stdout, str(sdst)), normalise(fp.stdout, str(fdst))
-    if [x for x in so if x.startswith(DELETE_LINE)] != [x for x in fo if x.startswith(DELETE_LINE)]:
-        test_fail(f'{label}: deletion lines differ')
-    if sorted(so) != sorted(fo):
-        test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo))[:2000])
-    se, fe = normalise(sp.stderr, str(sdst)), normalise(fp.stderr, str(fdst))
-    se = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', x)) for x in se]
-    fe = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', x)) for x in fe]
-    if se != fe:
-        test_fail(f'{label}: stderr differs:\n' + diff(se, fe)[:2000])
 
 
 for opts, stock_opts in (
@@ -376,8 +304,7 @@ def outcome(argv, root) -> tuple:
     if (root / 'dst' / 'a' / 'b').exists():
         os.chmod(root / 'dst' / 'a' / 'b', 0o700)
     out = [ln for ln in normalise(p.stdout, str(root / 'dst')) if ln != 'sending incremental file list']
-    err = [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', ln))
-           for ln in normalise(p.stderr, str(root / 'dst'))]
+    err = normalise_err(p.stderr, str(root / 'dst'))
     return p.returncode, out, err, tree_listing(root / 'dst'), mode
 
 

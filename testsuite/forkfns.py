@@ -7,8 +7,10 @@ only the fork needs: the stock build to compare against, and random trees.
 
 import atexit
 import contextlib
+import difflib
 import os
 import random
+import re
 import shutil
 import stat
 import subprocess
@@ -245,3 +247,88 @@ def loopback_sshd(d: Path):
         test_fail(str(e))
     with sshd:
         yield sshd.ssh, sshd.pw
+
+
+# ---- Comparing a run of ./rsync with one of stock ---------------------------
+
+# --delete-only against the stock options that mean the same.
+STOCK_EQUIVALENT = ['-r', '--delete', '--existing', '--ignore-existing']
+DELETE_LINE = ('deleting ', '*deleting ')
+SOURCE_LINE = re.compile(r'(\w+\.c)\(\d+\)')
+VERSION_TAG = re.compile(r'\[(\w+)=\d+\.\d+\.\d+(?:-de\d+)?\]')
+
+
+def normalise(text: str, dst: str) -> list:
+    """Output lines with the run-specific destination path and timings removed."""
+    keep = []
+    for line in text.replace(dst, 'DST').splitlines():
+        if line.startswith(('sent ', 'total size is ')):
+            continue
+        # Traffic and timing differ: rsync-de's local server sends no
+        # deletion names that the client will not print.
+        if 'bytes' in line or 'time:' in line:
+            continue
+        keep.append(line)
+    return keep
+
+
+def normalise_err(text: str, dst: str) -> list:
+    """normalise(), and "rsync error: ... at main.c(1412) [generator=3.5.1]"
+    without the source line and the version, which the patches move."""
+    return [SOURCE_LINE.sub(r'\1(N)', VERSION_TAG.sub(r'[\1]', line))
+            for line in normalise(text, dst)]
+
+
+def diff(stock_lines: list, fork_lines: list) -> str:
+    return '\n'.join(difflib.unified_diff(stock_lines, fork_lines, 'stock',
+                                           'fork', lineterm='', n=1))
+
+
+def fd_listing(root) -> list:
+    """tree_listing() walked with directory fds, so that names past
+    PATH_MAX are listed too (os.walk() cannot stat them).  An entry that
+    cannot be stat'ed is listed with type '?'."""
+    out, stack = [], [(os.open(root, os.O_RDONLY | os.O_DIRECTORY), '')]
+    while stack:
+        fd, rel = stack.pop()
+        with os.scandir(fd) as it:
+            for e in it:
+                r = f'{rel}/{e.name}' if rel else e.name
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    out.append((r, '?', ''))
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    out.append((r, 'l', os.readlink(e.name, dir_fd=fd)))
+                elif stat.S_ISDIR(st.st_mode):
+                    out.append((r, 'd', ''))
+                    stack.append((os.open(e.name, os.O_RDONLY | os.O_DIRECTORY
+                                          | os.O_NOFOLLOW, dir_fd=fd), r))
+                else:
+                    out.append((r, 'f', st.st_size))
+        os.close(fd)
+    return sorted(out)
+
+
+def compare_same(label, sres, fres, listed=None) -> None:
+    """Fail unless two runs, SRES (stock) and FRES (fork), each a
+    (destination, completed process) pair, exited alike, left the same
+    tree, deleted in the same order and printed the same lines.  LISTED,
+    if given, is the pair of directories to list in place of the
+    destinations (a FUSE mount's backing directories)."""
+    (sdst, sp), (fdst, fp) = sres, fres
+    if sp.returncode != fp.returncode:
+        test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}\n{fp.stderr[-500:]}')
+    sl, fl = map(fd_listing, listed or (sdst, fdst))
+    if sl != fl:
+        test_fail(f'{label}: trees differ: only stock {sorted(set(sl) - set(fl))[:3]}, '
+                  f'only fork {sorted(set(fl) - set(sl))[:3]}')
+    so, fo = normalise(sp.stdout, str(sdst)), normalise(fp.stdout, str(fdst))
+    if [x for x in so if x.startswith(DELETE_LINE)] != [x for x in fo if x.startswith(DELETE_LINE)]:
+        test_fail(f'{label}: deletion lines differ')
+    if sorted(so) != sorted(fo):
+        test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo))[:2000])
+    se, fe = normalise_err(sp.stderr, str(sdst)), normalise_err(fp.stderr, str(fdst))
+    if se != fe:
+        test_fail(f'{label}: stderr differs:\n' + diff(se, fe)[:2000])
