@@ -78,6 +78,7 @@ typedef int (*de__ent_cb)(void *arg, const char *name, size_t len,
 int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 		 de__ent_cb cb, void *arg);
 int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st);
+uint64_t de__subvol_id(int fd);
 int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st);
 int de__open_dir(de_ctx *ctx, int dfd, const char *name);
 int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);

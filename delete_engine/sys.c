@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #ifndef DE_PORTABLE
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -182,6 +185,28 @@ int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st)
 			return -errno;
 		st_from_stat(st, &sb);
 	}
+	return 0;
+}
+
+/*
+ * The id of the btrfs subvolume whose root directory fd is: what readdir
+ * gives as the d_ino of the subvolume's entry in its parent (stat gives
+ * 256 for every subvolume root).  Returns 0 when fd is not on btrfs or
+ * the kernel cannot say.  Looking up objectid 256 needs no privilege.
+ */
+uint64_t de__subvol_id(int fd)
+{
+#ifndef DE_PORTABLE
+	struct btrfs_ioctl_ino_lookup_args args = {
+		.treeid = 0,
+		.objectid = BTRFS_FIRST_FREE_OBJECTID,
+	};
+
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args) == 0)
+		return args.treeid;
+#else
+	(void)fd;
+#endif
 	return 0;
 }
 

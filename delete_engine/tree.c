@@ -439,7 +439,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	struct de__node *p = n->parent;
 	unsigned flags = ctx->cfg.flags;
 	struct de__st st;
-	int pfd, fd, rc, pinned = 0, by_name = 0, finish;
+	int pfd, fd, rc, pinned = 0, by_name = 0, subvol, finish;
 	ino_t dino;
 	size_t i;
 
@@ -499,7 +499,14 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		skip(n, DE_R_OTHER_FS, 0, 0);
 		goto out;
 	}
-	if (st.mount_root == 1 || st.dev != p->dev) {
+	/*
+	 * A mount point is never entered.  A new device number alone does
+	 * not make one where statx can tell (STATX_ATTR_MOUNT_ROOT): a btrfs
+	 * subvolume has its own but is no mount, and rm -rf and stock rsync
+	 * delete it (root may rmdir an empty one).  -x kept it above.
+	 */
+	subvol = st.dev != p->dev && st.mount_root == 0;
+	if (st.mount_root == 1 || (st.dev != p->dev && !subvol)) {
 		skip(n, DE_R_MOUNT, 0, 0);
 		goto out;
 	}
@@ -511,9 +518,11 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	 * d_ino that differs still refuses the directory, as before the
 	 * lstat check (CIFS with serverino lists stat's numbers and passes).
 	 * Not on overlayfs, which never had the d_ino check (without xino
-	 * its d_ino is the layer's).
+	 * its d_ino is the layer's).  A btrfs subvolume's entry gives its
+	 * subvolume id as d_ino, which de__subvol_id() checks instead.
 	 */
-	if ((n->ino && st.ino != n->ino) ||
+	if ((n->ino && st.ino != n->ino &&
+	     !(subvol && de__subvol_id(fd) == n->ino)) ||
 	    (by_name && st.mount_root < 0 && dino && dino != st.ino &&
 	     n->fstype != FS_OVERLAY)) {
 		skip(n, DE_R_FAILED, DE_OP_OPEN, ESTALE);

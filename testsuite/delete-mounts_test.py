@@ -16,6 +16,12 @@ next to ordinary files.  Pins, for --delete-only, -a --delete,
     which -x cannot tell from a directory (stock empties it and exits
     23), is still reported.
 
+A btrfs subvolume inside T has a device number of its own but is no
+mount point: stock rsync and rm -rf delete it, and so must rsync-de (it
+kept it, "cannot delete mount point", exit 23).  On a loop-mounted
+btrfs, with nested subvolumes, for -a --delete, --delete-only and -x,
+the trees left, the lines printed and the exit codes are stock's.
+
 Before --backup went through the engine, its stock recursion emptied
 both mounts, moving the sentinel outside T into the backup directory
 (stock rsync does the same without -x).  All mounts are undone on every
@@ -28,7 +34,7 @@ import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, test_fail, test_skipped
 from chaoslib import crash_marks, digest_diff, entries, make_sentinel, tree_digest
-from forkfns import Mounts
+from forkfns import STOCK_EQUIVALENT, Mounts, age_tree, compare_same, require_stock, run
 
 fork = RSYNC.split()
 
@@ -90,3 +96,36 @@ for mode in MODES:
         mounts.undo()
     shutil.rmtree(target)
     shutil.rmtree(SCRATCHDIR / 'bak', ignore_errors=True)
+
+
+# ---- btrfs subvolumes, against stock ---------------------------------------
+stock = require_stock()
+btrfs = mounts.loop(['mkfs.btrfs', '-q', '-f'], SCRATCHDIR / 'btrfs.img',
+                    SCRATCHDIR / 'btrfs', 256)
+src = btrfs / 'src'
+(src / 'keep').mkdir(parents=True)
+age_tree(src)
+for opts, stock_opts in ((['-a', '--delete', '-v'],) * 2,
+                         (['-a', '--delete', '-x', '-v'],) * 2,
+                         (['--delete-only', '-v'], STOCK_EQUIVALENT + ['-v'])):
+    label = 'btrfs subvolumes: ' + ' '.join(opts)
+    res = []
+    for who, argv in (('stock', [stock] + stock_opts), ('fork', fork + opts)):
+        dst = btrfs / who
+        for d in ('keep', 'x/plain'):
+            (dst / d).mkdir(parents=True)
+        (dst / 'x' / 'f').write_text('f\n')
+        for sv in ('x/sv', 'x/sv/d/nested'):
+            (dst / sv).parent.mkdir(parents=True, exist_ok=True)
+            p = run(['btrfs', 'subvolume', 'create', dst / sv])
+            if p.returncode:
+                test_skipped(f'btrfs subvolume create: {p.stderr.strip()}')
+            (dst / sv / 'g').write_text('g\n')
+        os.utime(dst, (1_500_000_000, 1_500_000_000))
+        res.append((dst, run(argv + [f'{src}/', f'{dst}/'], timeout=60)))
+    print(f'{label}: exit {res[1][1].returncode}, stock {res[0][1].returncode}')
+    compare_same(label, res[0], res[1])
+    for dst, _ in res:
+        run(['btrfs', 'subvolume', 'delete', dst / 'x/sv/d/nested', dst / 'x/sv'])
+        shutil.rmtree(dst, ignore_errors=True)
+mounts.undo()
