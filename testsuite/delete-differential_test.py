@@ -28,6 +28,9 @@ Shapes a random tree never makes, each built afresh for each run:
     point and what is in it, where stock empties it and fails to remove
     it, both exit 23, rsync-de says "cannot delete mount point", and
     nothing else differs;
+  * an extraneous --backup-dir inside the destination: stock backs up
+    into it before it reaches it, then backs that up again, and so must
+    rsync-de (it could list it before those backups);
   * an unreadable directory as non-root (as nobody, a mode-000 directory
     of its own with files inside, under an extraneous directory, and an
     extraneous file in a later directory): stock's opendir error, "cannot
@@ -266,6 +269,25 @@ if os.geteuid() == 0:
                 test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
         finally:
             mounts.undo()
+
+
+# ---- --backup-dir inside the destination, itself extraneous ---------------
+# Stock deletes z/ first (backed up into bk/z), then reaches bk/, lists it
+# with bk/z in it and backs all of it up again into bk/bk/...; rsync-de
+# listed bk/ in the same engine call as z/, sooner or later than the
+# backup as its workers went (bk/z left in place).  Only a backup
+# directory at the top is defined: one deeper (x/bk, x extraneous) is
+# backed up into itself, x/bk/x/bk/..., until stock's paths overflow.
+def backup_tree(dst) -> None:
+    for f in ('bk/old/deep/p', 'bk/old/o', 'a/fa', 'z/fz', 'top'):
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        (dst / f).write_text(f'{f}\n')
+
+
+for mode in ('--delete', '--delete-delay', '--delete-after'):
+    opts = ['-a', mode, '-b', '--backup-dir=bk', '-v']
+    label = 'extraneous --backup-dir inside the destination: ' + ' '.join(opts)
+    compare_same(label, *shape_runs(label, backup_tree, opts, opts))
 
 
 # ---- An unreadable directory as non-root -----------------------------------
