@@ -38,6 +38,13 @@
 # FRESH_KEEP_BASE=0 forces a new base tarball.  --base-only builds (or
 # finds) the cached base and stops: .ci/run does that while make check
 # runs, as it is mostly download and unpacking.
+#
+# --chroot runs only `./configure && make check`, in the same fresh root
+# entered as sbuild and pbuilder enter theirs: a plain chroot, whose root
+# is not a mount point, with /proc, /dev and /sys mounted in.  --chroot-user
+# does the same as a user who is not root (nobody), as in an unprivileged
+# container: root only installs the packages first.  `make check-chroot`
+# runs both; neither is part of CI (each is a whole make check).
 
 set -eu
 mode=${1:-}
@@ -47,6 +54,8 @@ dir=$top/build/fresh
 base=$dir/$suite-apt.tar
 root=$dir/root
 src=/root/rsync-de
+# nobody cannot reach into /root.
+[ "$mode" != --chroot-user ] || src=/srv/rsync-de
 
 say() { printf 'check-fresh: %s\n' "$*"; }
 die() { say "$*" >&2; exit 1; }
@@ -198,6 +207,27 @@ enter() {
 	wait "$enter_pid" && enter_pid= || { erc=$?; enter_pid=; return $erc; }
 }
 
+# enter_chroot CMD: the same, entered by chroot instead of pivot_root (the
+# mount and PID namespaces are only for the clean-up).
+enter_chroot() {
+	unshare --mount --propagation private --pid --fork --kill-child -- \
+		/bin/sh -c '
+		set -e
+		root=$1 nsfile=$2 cmd=$3
+		readlink /proc/self/ns/pid >> "$nsfile"
+		mount --rbind /dev "$root/dev"
+		mount --rbind /sys "$root/sys"
+		mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
+		mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
+		if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
+		exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1" &
+	enter_pid=$!
+	wait "$enter_pid" && enter_pid= || { erc=$?; enter_pid=; return $erc; }
+}
+case $mode in --chroot | --chroot-user) enter() { enter_chroot "$@"; } ;; esac
+
 # The commands, as the README gives them: the indented lines of its
 # "Set-up on a fresh Debian machine" section that start with ./configure.
 cmds=$(sed -n '/^## Set-up on a fresh Debian machine/,/^## /{
@@ -220,6 +250,25 @@ run() {
 		die "$name failed (exit $rc) after $(($(date +%s) - start)) s; log: $dir/$name.log"
 	fi
 }
+
+# --- make check in a chroot, as root or not -------------------------------
+check_cmd=$(printf '%s\n' "$cmds" | grep 'make check$')
+case $mode in
+--chroot)
+	run chroot "$check_cmd"
+	grep -E '^[0-9]+ passed, [0-9]+ failed' "$dir/chroot.log" | sed 's/^/check-fresh:   /' || :
+	say "passed: make check in a chroot"
+	exit 0 ;;
+--chroot-user)
+	run chroot-deps "./configure && rsync-src/deps.sh check bench deb &&
+		chown -R 65534:65534 $src"
+	run chroot-user "exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+		/usr/bin/env -i HOME=/tmp PATH=/usr/local/bin:/usr/bin:/bin TERM=dumb \
+		/bin/sh -c 'cd $src && $check_cmd'"
+	grep -E '^[0-9]+ passed, [0-9]+ failed' "$dir/chroot-user.log" | sed 's/^/check-fresh:   /' || :
+	say "passed: make check in a chroot, as nobody"
+	exit 0 ;;
+esac
 
 # --- As a user who is not root: one apt-get line, then a stop -------------
 want=$(sed -n '/^## Set-up on a fresh Debian machine/,/^## /{
