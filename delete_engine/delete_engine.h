@@ -125,7 +125,9 @@ enum de_result {
 	DE_R_OTHER_FS,		/* other fs with DE_F_ONE_FILE_SYSTEM: kept */
 	DE_R_KEPT,		/* the enter_dir hook said DE_A_KEEP */
 	DE_R_DONE,		/* the enter_dir hook said DE_A_DONE */
-	DE_R_VANISHED		/* already gone (ENOENT): nothing to do */
+	DE_R_VANISHED		/* already gone (ENOENT): nothing to do; op is
+				 * DE_OP_STAT when the lstat of a target found
+				 * it gone, else the removal or open that did */
 };
 
 struct de_report {

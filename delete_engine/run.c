@@ -648,6 +648,7 @@ static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 		rc = de__lstatat(ctx, dirfd, t[i].name, &st);
 		if (rc == -ENOENT) {
 			e->res = DE_R_VANISHED;
+			e->op = DE_OP_STAT;
 			e->done = 1;
 		} else if (rc) {
 			e->res = DE_R_FAILED;
