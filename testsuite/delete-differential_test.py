@@ -31,6 +31,9 @@ Shapes a random tree never makes, each built afresh for each run:
   * an extraneous --backup-dir inside the destination: stock backs up
     into it before it reaches it, then backs that up again, and so must
     rsync-de (it could list it before those backups);
+  * --backup-dir through a dangling symlink, the documented difference:
+    both keep every file, stock silent with exit 0, rsync-de with one
+    "make_backup(NAME) failed" a file and exit 23;
   * an unreadable directory as non-root (as nobody, a mode-000 directory
     of its own with files inside, under an extraneous directory, and an
     extraneous file in a later directory): stock's opendir error, "cannot
@@ -44,6 +47,7 @@ Shapes a random tree never makes, each built afresh for each run:
 
 import os
 import random
+import re
 import shutil
 import subprocess
 
@@ -288,6 +292,33 @@ for mode in ('--delete', '--delete-delay', '--delete-after'):
     opts = ['-a', mode, '-b', '--backup-dir=bk', '-v']
     label = 'extraneous --backup-dir inside the destination: ' + ' '.join(opts)
     compare_same(label, *shape_runs(label, backup_tree, opts, opts))
+
+
+# ---- --backup-dir through a dangling symlink: the documented difference ---
+# No backup can be made, so both keep every file (dl too).  Stock's delete_item()
+# takes make_backup()'s ENOENT for a file that vanished: no word, exit 0.
+# rsync-de says "delete_file: make_backup(NAME) failed" for each file it
+# keeps and exits 23 (rsync.1.md, --delete); all else is stock's.
+def dangling_backup_tree(dst) -> None:
+    for f in ('a/f1', 'a/f2', 'top'):
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        (dst / f).write_text(f'{f}\n')
+    (dst / 'dl').symlink_to('/nonexistent-rsync-de')
+
+
+label = 'backup-dir through a dangling symlink'
+opts = ['-r', '--delete', '-b', '--backup-dir=dl/bk', '-v']
+(sdst, sp), (fdst, fp) = shape_runs(label, dangling_backup_tree, opts, opts)
+if (sp.returncode, fp.returncode) != (0, 23):
+    test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}, want 23 and 0')
+if fd_listing(sdst) != fd_listing(fdst) or ('top', 'f', 4) not in fd_listing(fdst):
+    test_fail(f'{label}: trees differ or the files went: {fd_listing(fdst)}')
+if normalise(sp.stdout, str(sdst)) != normalise(fp.stdout, str(fdst)):
+    test_fail(f'{label}: stdout differs:\n{fp.stdout}')
+failed = sorted(re.findall(r'make_backup\((.*)\) failed: No such file', fp.stderr))
+if failed != ['a/f1', 'a/f2', 'dl', 'top'] or normalise_err(sp.stderr, str(sdst)):
+    test_fail(f'{label}: want one make_backup line per file kept, and none from '
+              f'stock: {fp.stderr}\nstock: {sp.stderr}')
 
 
 # ---- An unreadable directory as non-root -----------------------------------
