@@ -26,9 +26,11 @@ skipping file deletion": zlater/extra stays.
     "cannot delete non-empty directory" for it and its parent.
 """
 
+import atexit
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,8 +96,12 @@ def compare(label: str, root: Path, want: str, back=None) -> None:
 
 # ---- A name that overflows rsync's path limit ------------------------------
 # sub/ is 16 levels of 250-byte names deep (4,016 bytes): a 200-byte name
-# in it is past MAXPATHLEN (4,096), counted from the destination.
-root = SCRATCHDIR / 'overflow'
+# in it is past MAXPATHLEN (4,096), counted from the destination.  The
+# trees sit right under /tmp: the sender opens the source's deepest
+# directories by their full paths, which a long scratch path (make
+# check's) would take past PATH_MAX.
+root = Path(tempfile.mkdtemp(prefix='rde-', dir='/tmp'))
+atexit.register(subprocess.run, ['rm', '-rf', str(root)])
 layout(root)
 for d in [root / 'src'] + sorted(root.glob('*-[0-9]')):
     fd = os.open(d / 'sub', os.O_RDONLY | os.O_DIRECTORY)
@@ -108,7 +114,16 @@ for d in [root / 'src'] + sorted(root.glob('*-[0-9]')):
         for leaf in ('n' * 200, 'short'):
             os.close(os.open(leaf, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
     os.close(fd)
-age_tree(root / 'src')
+    # The same times on both sides, so -a changes no directory: set
+    # through fds, as the paths are too long for utime() by name.
+    fd = os.open(d / 'sub', os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(16):
+        os.utime('d' * 250, (1_600_000_000, 1_600_000_000), dir_fd=fd)
+        nfd = os.open('d' * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    os.close(fd)
+    os.utime(d / 'sub', (1_600_000_000, 1_600_000_000))
 compare('a name past MAXPATHLEN', root, 'filename overflows max-path len by ')
 subprocess.run(['rm', '-rf', str(root)], check=True)
 
