@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Time this build's deletion against an earlier build's, side by side.
 
-Usage: bench/against.py REV [--fs ext4] [--cells wide,flat] [--cache cold]
-                        [--rounds 9] [--max-rounds 25] [--size mid]
+Usage: bench/against.py REV [--new REV2] [--fs ext4] [--cells wide,flat]
+                        [--cache cold] [--rounds 9] [--max-rounds 25]
                         [--json FILE] [--out FILE]
 
 REV is any git revision.  Its tree (git archive, committed files only) is
@@ -10,8 +10,9 @@ built once under build/against/SHA/ with the README's ./configure && make,
 and its ./rsync runs beside this checkout's, `--delete-only empty/ T/`,
 on the CPU-bound cells (bench/run.py's trees, fresh for every run, the
 two builds alternated within a round and the order reversed every other
-round, the first round dropped).  Each round gives one ratio, this build's
-seconds over REV's.  A verdict needs the 95% interval of the median ratio
+round, the first round dropped); --new REV2 puts REV2's build (made the
+same way) in this checkout's place.  Each round gives one ratio, this
+build's seconds over REV's.  A verdict needs the 95% interval of the median ratio
 (binomial order statistics, no assumption on the spread) to settle it:
 
   within 3%   the interval lies inside 0.97-1.03
@@ -100,6 +101,8 @@ def verdict(lo, hi, band=0.03):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('rev', help='the earlier build: a git revision')
+    ap.add_argument('--new', default=None, metavar='REV2',
+                    help='time this revision\'s build in place of the checkout\'s ./rsync')
     ap.add_argument('--fs', default='ext4', help='ext4, xfs, btrfs or tmpfs (default ext4)')
     ap.add_argument('--cells', default='wide,flat',
                     help='cells, from: ' + ', '.join(
@@ -134,10 +137,16 @@ def main():
     subprocess.run(['make', '-s', '-C', bench.BENCH, 'mktree'], check=True,
                    stdout=subprocess.DEVNULL)
     sha, old = build_rev(a.rev)
-    head = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'],
-                          capture_output=True, text=True).stdout.strip()
-    new_name, old_name = f'this build ({head})', f'{a.rev} ({sha[:12]})'
-    peers = [(new_name, ['{top}/rsync', '--delete-only', '{empty}/', '{target}/']),
+    if a.new:
+        head, new = build_rev(a.new)
+        head = head[:12]
+        new_name = f'{a.new} ({head})'
+    else:
+        head = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'],
+                              capture_output=True, text=True).stdout.strip()
+        new, new_name = os.path.join(TOP, 'rsync'), f'this build ({head})'
+    old_name = f'{a.rev} ({sha[:12]})'
+    peers = [(new_name, [new, '--delete-only', '{empty}/', '{target}/']),
              (old_name, [old, '--delete-only', '{empty}/', '{target}/'])]
     out(f'# rsync-de against {a.rev}, {time.strftime("%Y-%m-%d %H:%M %Z")}')
     out()
