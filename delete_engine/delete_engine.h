@@ -297,6 +297,27 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
  */
 int de_limit_take(de_ctx *ctx, unsigned long long n);
 
+/*
+ * Fill cfg's pacing for a polite deletion, as rsync's --delete-polite and
+ * rsync-rm --polite have it: full speed while no other process waits for
+ * the disk, nothing at all for the first 30 s that one does, then 100
+ * removals a second in one burst a second while it waits longer; 500 a
+ * second in bursts throughout where there is no pressure signal.  rate,
+ * when not 0 (--delete-rate), caps every one of these paces.  The reasons
+ * are in pace.c.
+ */
+void de_config_polite(struct de_config *cfg, unsigned rate);
+
+/*
+ * Put the calling process, and the threads it starts afterwards (the
+ * engine's workers, when called before de_ctx_new()), in the idle I/O
+ * class: the block layer (bfq) serves their I/O only when nobody else
+ * wants the disk.  A process-wide setting, so the front end asks for it;
+ * the engine never changes it on its own.  Returns 0 or a negative errno
+ * (-ENOSYS where there are no I/O classes).
+ */
+int de_polite_io(void);
+
 /* The de_type of a stat mode, and of a dirent's d_type (DT_*);
  * DE_T_UNKNOWN when it says none of them. */
 enum de_type de_type_of_mode(mode_t mode);

@@ -78,6 +78,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
+
 #define MS			1000000ull	/* in ns */
 #define PACE_PROBE_NS		(20 * MS)
 #define PACE_CONFIRM_NS		(100 * MS)
@@ -363,4 +367,37 @@ unsigned de__pace_rate(de_ctx *ctx)
 							  : ctx->cfg.rate_max;
 	pthread_mutex_unlock(&ctx->pace_mu);
 	return rate;
+}
+
+/*
+ * See delete_engine.h.  While others wait, 100 a second and not 500: the
+ * flusher writes the metadata a removal dirtied in place later, and a
+ * writer beside it pays for that too; in one burst a second, because
+ * ext4 writes every block the removals since its last journal commit
+ * touched in each commit, and a writer that syncs commits often.  And
+ * nothing for the first 30 s: I/O that ends within that pays none of it
+ * (docs/BENCHMARKS.md, "Polite deletion yields first").
+ */
+void de_config_polite(struct de_config *cfg, unsigned rate)
+{
+	cfg->adaptive = 1;
+	cfg->rate_max = rate;
+	cfg->rate = rate && rate < 500 ? rate : 500;
+	cfg->rate_burst = cfg->rate;
+	cfg->rate_busy = rate && rate < 100 ? rate : 100;
+	cfg->yield_ms = 30000;
+}
+
+/* See delete_engine.h. */
+int de_polite_io(void)
+{
+#if defined __linux__ && defined SYS_ioprio_set
+	const int who_process = 1, class_idle = 3, class_shift = 13;
+
+	if (syscall(SYS_ioprio_set, who_process, 0, class_idle << class_shift) < 0)
+		return -errno;
+	return 0;
+#else
+	return -ENOSYS;
+#endif
 }

@@ -92,6 +92,18 @@ ln -s ../outside "$w/T/link"
 [ -f "$w/outside/keep" ] || fail "--delete-only followed a symlink out of T"
 ok "--delete-only empty/ T/ emptied T and left the symlink's target alone"
 
+# rsync-rm, the same tree again: removed whole, the outside kept.
+rm_bin=$root/usr/bin/rsync-rm
+[ -x "$rm_bin" ] || fail "no executable /usr/bin/rsync-rm"
+mkdir -p "$w/T/a/b"
+echo 1 > "$w/T/a/b/f"
+ln -s ../outside "$w/T/link"
+(cd "$w" && "$rm_bin" -rf T) || fail "rsync-rm -rf T exited $?"
+[ ! -e "$w/T" ] || fail "rsync-rm -rf T left T"
+[ -f "$w/outside/keep" ] || fail "rsync-rm followed a symlink out of T"
+"$rm_bin" --version | grep -q "^rsync-rm (rsync-de) ${version:-}" || fail "rsync-rm --version"
+ok "rsync-rm -rf T removed T and left the symlink's target alone"
+
 # The PATH opt-in: a directory whose rsync is rsync-de.
 link=$root/usr/lib/rsync-de/bin/rsync
 [ -L "$link" ] || fail "no /usr/lib/rsync-de/bin/rsync link"
@@ -101,7 +113,7 @@ ok "PATH=/usr/lib/rsync-de/bin:\$PATH makes rsync mean rsync-de"
 
 # ---- Man pages and docs ---------------------------------------------------
 
-for page in man1/rsync-de.1.gz man5/rsyncd-de.conf.5.gz; do
+for page in man1/rsync-de.1.gz man5/rsyncd-de.conf.5.gz man1/rsync-rm.1.gz; do
 	f=$root/usr/share/man/$page
 	[ -f "$f" ] || fail "no /usr/share/man/$page"
 	name=${page#*/}
@@ -116,7 +128,7 @@ for page in man1/rsync-de.1.gz man5/rsyncd-de.conf.5.gz; do
 done
 zcat "$root/usr/share/man/man1/rsync-de.1.gz" | grep -q 'delete-only' ||
 	fail "rsync-de.1 lacks --delete-only: not the fork's page"
-ok "rsync-de.1 and rsyncd-de.conf.5 installed, named and rendered"
+ok "rsync-de.1, rsyncd-de.conf.5 and rsync-rm.1 installed, named and rendered"
 
 doc=$root/usr/share/doc/rsync-de
 for f in NEWS README.Debian copyright changelog.Debian; do

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""rsync-rm does what GNU rm does, and says it the same way.
+
+The same operations run on identical copies with /bin/rm and with
+rsync-rm; the exit codes, the trees left and the messages must match (the
+program's name aside; -v's lines as sets, as the engine removes in
+parallel).  Cases:
+  * a nested tree with files, a symlink to a directory outside (which
+    stays intact), a dangling symlink, a fifo and a socket: -rf and -rv;
+  * a directory without -r; an operand that does not exist, with and
+    without -f; no operand, with and without -f; several operands, one
+    missing; '.', '..' and 'a/..'; '/' with -r; an unknown option;
+  * a read-only directory and an unreadable one, as root and as nobody;
+  * a hard-linked `cp -al` generation: the other generation is intact
+    and its link counts fall to 1;
+  * --one-file-system across a tmpfs mount (root): kept, "skipping ...,
+    since it's on a different device", exit 1, as rm.
+The documented differences (rsync-rm.1), pinned:
+  * a bind mount of the same file system: GNU rm crosses it even with
+    --one-file-system and empties its source; rsync-rm keeps it, with
+    or without the option ("since it's a mount point", exit 1);
+  * 'link/', a symlink to a directory with a trailing slash: GNU rm 9.1
+    empties the directory it points to and exits 0; rsync-rm refuses,
+    removes nothing, exit 1;
+  * -i, -I and --interactive are refused (exit 1, nothing removed).
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from rsyncfns import SCRATCHDIR, test_fail
+from forkfns import TOP, Mounts, fd_listing, run
+
+RSYNC_RM = os.environ.get('RSYNC_RM', str(TOP / 'rsync-rm'))
+GNU_RM = 'rm'	# by name, as rm's messages name argv[0]
+NOBODY = 65534
+if not os.access(RSYNC_RM, os.X_OK):
+    test_fail(f'no rsync-rm at {RSYNC_RM} (make)')
+os.chmod(SCRATCHDIR, 0o755)
+outside = SCRATCHDIR / 'outside'
+(outside / 'keep').mkdir(parents=True)
+(outside / 'keep' / 'k').write_text('k\n')
+OUTSIDE = fd_listing(outside)
+
+
+def tree(root: Path, owner=None) -> None:
+    """root/T: files, a subtree, a symlink out, a dangling one, a fifo, a
+    socket; root/U: a second operand."""
+    for d in ('T/a/b/c', 'T/d', 'U/e'):
+        (root / d).mkdir(parents=True)
+    for f in ('T/f', 'T/a/g', 'T/a/b/h', 'T/a/b/c/i', 'T/d/j', 'U/e/k', 'U/l'):
+        (root / f).write_text(f'{f}\n')
+    (root / 'T' / 'out').symlink_to(outside / 'keep')
+    (root / 'T' / 'a' / 'dangling').symlink_to('/nonexistent-rsync-rm')
+    os.mkfifo(root / 'T' / 'a' / 'fifo')
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(root / 'T' / 'd' / 'sock'))
+    s.close()
+    (root / 'dirlink').symlink_to('T/a')
+    if owner is not None:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in dirnames + filenames + ['.']:
+                os.lchown(os.path.join(dirpath, n), owner, owner)
+
+
+def norm(text: str, root: Path) -> list:
+    """Lines with the program's name and the scratch path made alike."""
+    out = []
+    for line in text.replace(str(root), 'ROOT').splitlines():
+        if line.startswith('rsync-rm: '):
+            line = 'rm: ' + line[len('rsync-rm: '):]
+        out.append(line.replace("'rsync-rm --help'", "'rm --help'"))
+    return out
+
+
+def both(label, args, build=tree, as_nobody=False, sets=False, setup=None):
+    """Run rm ARGS and rsync-rm ARGS (names relative to a fresh copy's
+    root) and return ((rc, out, err, listing) for rm, the same for
+    rsync-rm)."""
+    res = []
+    for prog in (GNU_RM, RSYNC_RM):
+        root = SCRATCHDIR / ('gnu' if prog == GNU_RM else 'de')
+        subprocess.run(['rm', '-rf', str(root)])
+        root.mkdir()
+        build(root, NOBODY if as_nobody else None)
+        if as_nobody:
+            os.chown(root, NOBODY, NOBODY)
+        if setup:
+            setup(root)
+        argv = [prog] + args
+        if as_nobody:
+            argv = ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
+                    '--clear-groups'] + argv
+        p = run(argv, cwd=root)
+        for d, _, _ in os.walk(root):
+            os.chmod(d, 0o755)
+        out, err = norm(p.stdout, root), norm(p.stderr, root)
+        if sets:
+            out = sorted(out)
+        res.append((p.returncode, out, err, fd_listing(root)))
+    if fd_listing(outside) != OUTSIDE:
+        test_fail(f'{label}: the directory outside changed: {fd_listing(outside)}')
+    print(f'{label}: exit {res[1][0]}, rm {res[0][0]}')
+    return res
+
+
+def same(label, args, **kw):
+    g, d = both(label, args, **kw)
+    if g != d:
+        test_fail(f'{label}: rsync-rm {args} differs from rm:\n  rm:       {g}\n'
+                  f'  rsync-rm: {d}')
+    return g
+
+
+# ---- What rm does, and rsync-rm the same -----------------------------------
+same('tree -rf', ['-rf', 'T'])
+same('tree -rv', ['-rv', 'T'], sets=True)
+same('tree -r, two operands', ['-r', 'T', 'U'])
+same('several operands, one missing', ['-r', 'T', 'nope', 'U'])
+same('several operands, one missing, -f', ['-rf', 'T', 'nope', 'U'])
+same('a directory without -r', ['T'])
+same('a file and a symlink', ['-v', 'T/f', 'T/out', 'dirlink'])
+same('missing', ['nope'])
+same('missing, -f', ['-f', 'nope'])
+same('no operand', [])
+same('no operand, -f', ['-f'])
+same("'.'", ['-rf', '.'])
+same("'..'", ['-rf', '..'])
+same("'T/a/..'", ['-rf', 'T/a/..'])
+same("'/'", ['-rf', '/'])
+same('an unknown option', ['-z', 'T'])
+same('an unknown long option', ['--bogus', 'T'])
+
+
+def read_only(root: Path) -> None:
+    os.chmod(root / 'T' / 'a' / 'b', 0o555)
+
+
+def unreadable(root: Path) -> None:
+    os.chmod(root / 'T' / 'a' / 'b', 0o000)
+
+
+for who, nobody in (('root', False), ('nobody', True)):
+    if nobody and os.geteuid() != 0:
+        continue
+    same(f'a read-only directory as {who}', ['-rf', 'T'], as_nobody=nobody, setup=read_only)
+    same(f'an unreadable directory as {who}', ['-rf', 'T'], as_nobody=nobody, setup=unreadable)
+
+
+# ---- A cp -al generation ----------------------------------------------------
+def snapshots(root: Path, owner=None) -> None:
+    tree(root, owner)
+    subprocess.run(['rm', '-rf', str(root / 'U'), str(root / 'dirlink')], check=True)
+    subprocess.run(['cp', '-al', str(root / 'T'), str(root / 'T.1')], check=True)
+
+
+g = same('a cp -al generation', ['-rf', 'T.1'], build=snapshots)
+left = SCRATCHDIR / 'de' / 'T'
+for dirpath, _, filenames in os.walk(left):
+    for n in filenames:
+        st = os.lstat(os.path.join(dirpath, n))
+        if st.st_nlink != 1:
+            test_fail(f'a cp -al generation: {dirpath}/{n} has {st.st_nlink} links left')
+
+# ---- The documented differences ----------------------------------------------
+g, d = both("'dirlink/': a symlink to a directory, with a slash", ['-rf', 'dirlink/'])
+fresh = SCRATCHDIR / 'fresh'
+subprocess.run(['rm', '-rf', str(fresh)])
+fresh.mkdir()
+tree(fresh)
+if d[0] != 1 or d[3] != fd_listing(fresh):
+    test_fail(f"'dirlink/': rsync-rm must refuse and remove nothing: {d}")
+if not any('dirlink/' in line and 'symlink' in line for line in d[2]):
+    test_fail(f"'dirlink/': no word of the symlink: {d[2]}")
+if g[3] == fd_listing(fresh):
+    test_fail("'dirlink/': GNU rm no longer empties the directory: re-think the pin")
+
+for opt in ('-i', '-I', '--interactive'):
+    g, d = both(f'{opt} refused', [opt, '-r', 'T'])
+    if d[0] != 1 or d[3] != fd_listing(fresh) or 'prompting is not supported' not in '\n'.join(d[2]):
+        test_fail(f'{opt}: want a refusal, exit 1, nothing removed: {d}')
+
+# ---- Mounts (root) -------------------------------------------------------------
+if os.geteuid() == 0:
+    mounts = Mounts()
+
+    def with_tmpfs(root: Path) -> None:
+        mounts.mount(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs'], root / 'T' / 'd')
+        (root / 'T' / 'd' / 'on-tmpfs').write_text('t\n')
+
+    g = same('--one-file-system across a tmpfs', ['-rf', '--one-file-system', 'T'],
+             setup=with_tmpfs)
+    if g[0] != 1 or ('T/d/on-tmpfs', 'f', 2) not in g[3]:
+        test_fail(f'--one-file-system across a tmpfs: want it kept, exit 1: {g}')
+    mounts.undo()
+
+    bindsrc = SCRATCHDIR / 'bindsrc'
+
+    def with_bind(root: Path) -> None:
+        subprocess.run(['rm', '-rf', str(bindsrc)])
+        (bindsrc / 'inside').mkdir(parents=True)
+        (bindsrc / 'inside' / 'x').write_text('x\n')
+        mounts.mount(['mount', '--bind', str(bindsrc)], root / 'T' / 'd')
+
+    for opts in (['-rf', '--one-file-system'], ['-rf']):
+        label = 'a bind mount of the same file system, ' + ' '.join(opts)
+        res = []
+        for prog in (GNU_RM, RSYNC_RM):
+            root = SCRATCHDIR / 'bind'
+            subprocess.run(['rm', '-rf', str(root)])
+            root.mkdir()
+            tree(root)
+            with_bind(root)
+            p = run([prog] + opts + ['T'], cwd=root)
+            res.append((p.returncode, fd_listing(bindsrc), p.stderr))
+            mounts.undo()
+        (grc, gsrc, _), (drc, dsrc, derr) = res
+        print(f'{label}: exit {drc}, rm {grc}; bind source after rm {gsrc}')
+        if drc != 1 or dsrc != [('inside', 'd', ''), ('inside/x', 'f', 2)]:
+            test_fail(f'{label}: rsync-rm must keep the bind mount: exit {drc}, {dsrc}')
+        if "skipping 'T/d', since it's a mount point" not in derr:
+            test_fail(f'{label}: {derr}')
+        if '--one-file-system' in opts and gsrc:
+            test_fail(f'{label}: GNU rm kept the bind mount\'s contents: re-think the pin')
