@@ -23,7 +23,7 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # strace counts the threads a deletion starts (delete-one-context).
 pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
-	openssh-sftp-server strace libfuse3-dev pkg-config"
+	openssh-sftp-server strace libfuse3-dev pkg-config rsnapshot"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync python3-matplotlib
 	openssh-server openssh-client sshfs fuse3 openssh-sftp-server"
 # make deb builds with debhelper; check-deb runs lintian and man.
