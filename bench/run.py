@@ -3,7 +3,7 @@
 
 Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,xfs-lb256k,btrfs,tmpfs]
                     [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small,
-                                 sshfs,sshfs-flat,iops]
+                                 sshfs,sshfs-flat,iops,snapshot-expiry]
                     [--cache cold,warm] [--peers NAME,...] [--peer NAME=CMD]
                     [--throttle wbps=20M,wiops=200] [--dir DIR]
                     [--json FILE] [--out FILE]
@@ -46,6 +46,9 @@ Scenarios, full size [--size mid] [--quick]:
           directory likewise, a cp -al copy of the first, and 200 x 500 in
           order [same] [40 x 500, 20,000]; reports delete + sync seconds
           and the device's sectors read and written
+  snapshot-expiry  rsnapshot's expiry: a tree and its `cp -al` copy,
+          made afresh for every run; rsync-rm -rf and rm -rf remove the
+          copy: 300 x 1,000                [200 x 500] [100 x 200]
   dd      a dd writer (oflag=direct,dsync, 1 GiB) next to the deletion of
           4,000 fragmented 1 MiB files, by each peer
                                             [512 MiB, 1,000] [128 MiB, 250]
@@ -97,6 +100,7 @@ SIZES = {
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
+        'snapshot-expiry': ['wide', '100', '200'],
     },
     # A fifth of the full trees (the deep and ssh ones at full size): what
     # a shared 2-core machine can run on three filesystems in an hour.
@@ -110,6 +114,7 @@ SIZES = {
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
+        'snapshot-expiry': ['wide', '200', '500'],
     },
     'full': {
         'flat': ['flat', '500000'], 'rflat': ['rflat', '500000'],
@@ -121,6 +126,7 @@ SIZES = {
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
         'iops': ['(IOPS_TREES)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
+        'snapshot-expiry': ['wide', '300', '1000'],
     },
 }
 DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
@@ -158,6 +164,12 @@ SSH_PEERS = [
     ('rm -rf', ['rm', '-rf', '{target}']),
     # The fixed cost of the link alone: log in, run nothing.
     ('ssh 127.0.0.1 true', ['sh', '-c', '{ssh} 127.0.0.1 true']),
+]
+# snapshot-expiry: one of two `cp -al` generations expired, as rsnapshot's
+# cmd_rm does it.
+SNAPSHOT_PEERS = [
+    ('rsync-rm -rf', ['{top}/rsync-rm', '-rf', '{target}']),
+    ('rm -rf', ['rm', '-rf', '{target}']),
 ]
 LINK_ONLY = {SSH_PEERS[-1][0]}	# peers that delete nothing: no tree, no check
 SSHFS_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf', 'find -delete']
@@ -647,7 +659,14 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             if n in cell.failed:
                 continue
             remove(target)
-            if n not in LINK_ONLY:
+            if scenario == 'snapshot-expiry':
+                # The generation expired shares every file with the one
+                # kept, which is made afresh with it.
+                gen0 = os.path.join(work, 'g0')
+                remove(gen0)
+                make_tree(spec, gen0)
+                sh(['cp', '-al', gen0, target], check=True)
+            elif n not in LINK_ONLY:
                 make_tree((['-t', MTIME] if scenario == 'sync' else []) + spec, target, user)
             if cache == 'cold':
                 drop_caches(m.path)
@@ -689,6 +708,8 @@ def run_cell(m, scenario, spec, cache, peers, vals, runs, user=None, rotate=True
             log(f'{m.fs} {scenario} {cache} round {rnd}: {n}: {secs:.3f} s')
     if scenario == 'sync':
         remove(vals['src'])
+    if scenario == 'snapshot-expiry':
+        remove(os.path.join(work, 'g0'))
     return cell
 
 
@@ -1399,7 +1420,21 @@ def table_head(out, title, cols, note=None):
 def summarize(records, out):
     """The ratio table over every delete/sync cell, then ssh and dd."""
     cells = [r for r in records if r['kind'] == 'cell'
-             and r['scenario'] not in ('ssh',) + SSHFS]
+             and r['scenario'] not in ('ssh', 'snapshot-expiry') + SSHFS]
+    snaps = [r for r in records if r['kind'] == 'cell' and r['scenario'] == 'snapshot-expiry']
+    if snaps:
+        table_head(out, 'Summary: snapshot expiry, rsync-rm against rm -rf',
+                   ['tree (and its cp -al copy)', 'fs', 'cache', 'rsync-rm -rf s',
+                    'rm -rf s', 'ratio (target 0.55)'])
+    for r in snaps:
+        med = medians(r)
+        de, rm = med.get('rsync-rm -rf'), med.get('rm -rf')
+        if not de or not rm:
+            out(f'| {" ".join(r["spec"])} | {r["fs"]} | {r["cache"]} | failed | | |')
+            continue
+        v = f'{de / rm:.2f}'
+        out(f'| {" ".join(r["spec"])} | {r["fs"]} | {r["cache"]} | {de:.3f} | {rm:.3f} '
+            f'| {f"**{v}**" if de / rm > 0.55 else v} |')
     if cells:
         out('\n## Summary: rsync-de against rm -rf and stock rsync (ratio of medians)\n')
         out('Ratios below 1 mean rsync-de is faster.  "target" is issue 6\'s limit; '
@@ -1720,6 +1755,8 @@ def main():
                         except sshdlib.Unavailable as e:
                             log(f'{sc} skipped: {e}')
                             continue
+                    elif sc == 'snapshot-expiry':
+                        peers = usable(SNAPSHOT_PEERS, False) + usable(extra, False)
                     elif sc == 'sync':
                         # --peer adds to these too, with {src} the source.
                         peers = usable(SYNC_PEERS, False) + usable(extra, False)
@@ -1748,6 +1785,8 @@ def main():
                                    base=(SSH_PEERS[0][0], 'rm -rf'),
                                    cpu_what=', with sshd and the far side' if sshd.cpu.path
                                    else '')
+                    elif sc == 'snapshot-expiry':
+                        print_cell(out, title, names, cell, base=('rm -rf', 'rm -rf'))
                     else:
                         print_cell(out, title, names, cell)
                     if sc == 'ssh':
