@@ -23,10 +23,10 @@ The documented differences (rsync-rm.1), pinned:
     empties the directory it points to and exits 0; rsync-rm refuses,
     removes nothing, exit 1;
   * -i, -I and --interactive are refused (exit 1, nothing removed).
+And --polite and RSYNC_RM_POLITE=1 remove the tree as -rf does.
 """
 
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -164,6 +164,19 @@ for dirpath, _, filenames in os.walk(left):
         st = os.lstat(os.path.join(dirpath, n))
         if st.st_nlink != 1:
             test_fail(f'a cp -al generation: {dirpath}/{n} has {st.st_nlink} links left')
+
+# ---- Polite: the option and the environment variable --------------------------
+for how, extra, env in (('--polite', ['--polite'], {}),
+                        ('RSYNC_RM_POLITE=1', [], {'RSYNC_RM_POLITE': '1'})):
+    root = SCRATCHDIR / 'polite'
+    subprocess.run(['rm', '-rf', str(root)])
+    root.mkdir()
+    tree(root)
+    p = run([RSYNC_RM, '-rf'] + extra + ['T'], cwd=root, env=dict(os.environ, **env))
+    if p.returncode or (root / 'T').exists() or p.stdout or p.stderr:
+        test_fail(f'{how}: exit {p.returncode}, T left: {(root / "T").exists()}, '
+                  f'{p.stdout}{p.stderr}')
+    print(f'{how}: exit 0, T gone')
 
 # ---- The documented differences ----------------------------------------------
 g, d = both("'dirlink/': a symlink to a directory, with a slash", ['-rf', 'dirlink/'])
