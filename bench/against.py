@@ -126,14 +126,7 @@ def main():
     for c in names:
         if c not in cells:
             sys.exit(f'bench/against.py: unknown cell {c}')
-    outf = open(a.out, 'a') if a.out else None
-
-    def out(line=''):
-        print(line, flush=True)
-        if outf:
-            outf.write(line + '\n')
-            outf.flush()
-
+    out = bench.reporter(a.out)
     subprocess.run(['make', '-s', '-C', bench.BENCH, 'mktree'], check=True,
                    stdout=subprocess.DEVNULL)
     sha, old = build_rev(a.rev)

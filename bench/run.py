@@ -276,6 +276,18 @@ def remove(path):
         sh(['rm', '-rf', path], check=True)
 
 
+def reporter(path=None):
+    """A function that prints a report line, and appends it to PATH too."""
+    outf = open(path, 'a') if path else None
+
+    def out(line=''):
+        print(line, flush=True)
+        if outf:
+            outf.write(line + '\n')
+            outf.flush()
+    return out
+
+
 def median(xs):
     return statistics.median(xs) if xs else None
 
@@ -1597,14 +1609,7 @@ def main():
             ap.error('--plots needs matplotlib (Debian: python3-matplotlib; '
                      'rsync-src/deps.sh bench installs it)')
 
-    outf = open(a.out, 'a') if a.out else None
-
-    def out(line=''):
-        print(line, flush=True)
-        if outf:
-            outf.write(line + '\n')
-            outf.flush()
-
+    out = reporter(a.out)
     if a.summarize:
         recs = [json.loads(l) for f in a.summarize for l in open(f) if l.strip()]
         summarize(recs, out)
