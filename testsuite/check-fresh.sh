@@ -180,53 +180,42 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # check-fresh is killed, --kill-child takes CMD down the same way.  The
 # host's umount, run from the old root with the root's libraries, detaches
 # the old root: the root has no umount before the build installs mount.
+# With --chroot and --chroot-user the root is entered by chroot instead,
+# as sbuild and pbuilder enter theirs: it is then not a mount point, and
+# the namespaces are only for the clean-up.
+how=pivot
+case $mode in --chroot | --chroot-user) how=chroot ;; esac
 enter() {
 	unshare --mount --propagation private --pid --fork --kill-child -- \
 		/bin/sh -c '
 		set -e
-		root=$1 nsfile=$2 cmd=$3
+		root=$1 nsfile=$2 cmd=$3 how=$4
 		readlink /proc/self/ns/pid >> "$nsfile"
-		mount --bind "$root" "$root"
+		[ "$how" = chroot ] || mount --bind "$root" "$root"
 		mount --rbind /dev "$root/dev"
 		mount --rbind /sys "$root/sys"
 		mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
 		mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
 		if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
-		cd "$root"
-		mkdir .oldroot
-		pivot_root . .oldroot
-		cd /
-		/.oldroot/usr/bin/umount -l /.oldroot
-		rmdir /.oldroot
-		exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
+		if [ "$how" = chroot ]; then
+			set -- chroot "$root"
+		else
+			cd "$root"
+			mkdir .oldroot
+			pivot_root . .oldroot
+			cd /
+			/.oldroot/usr/bin/umount -l /.oldroot
+			rmdir /.oldroot
+			set --
+		fi
+		exec "$@" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1" &
+			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1" "$how" &
 	# Waited for in the background, so that a signal runs the clean-up at
 	# once instead of when the command ends.
 	enter_pid=$!
 	wait "$enter_pid" && enter_pid= || { erc=$?; enter_pid=; return $erc; }
 }
-
-# enter_chroot CMD: the same, entered by chroot instead of pivot_root (the
-# mount and PID namespaces are only for the clean-up).
-enter_chroot() {
-	unshare --mount --propagation private --pid --fork --kill-child -- \
-		/bin/sh -c '
-		set -e
-		root=$1 nsfile=$2 cmd=$3
-		readlink /proc/self/ns/pid >> "$nsfile"
-		mount --rbind /dev "$root/dev"
-		mount --rbind /sys "$root/sys"
-		mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
-		mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-		if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
-		exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
-			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			TERM=dumb /bin/sh -c "$cmd"' enter "$root" "$nsfile" "$1" &
-	enter_pid=$!
-	wait "$enter_pid" && enter_pid= || { erc=$?; enter_pid=; return $erc; }
-}
-case $mode in --chroot | --chroot-user) enter() { enter_chroot "$@"; } ;; esac
 
 # The commands, as the README gives them: the indented lines of its
 # "Set-up on a fresh Debian machine" section that start with ./configure.
