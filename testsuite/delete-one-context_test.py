@@ -13,7 +13,6 @@ what it should.
 """
 
 import os
-import re
 import shutil
 import subprocess
 

@@ -17,7 +17,6 @@ be passed; these two make the jobs delete-only all the same):
 
 import os
 import shutil
-import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, makepath, test_fail, test_skipped
 from forkfns import chown_tree, loopback_sshd, run
