@@ -17,7 +17,8 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # Debian rsync peer, the filesystems it mounts on loop images, and fpsync
 # (fpart) to run rsync-de as its workers' rsync, and sshfs (with fuse3's
 # fusermount3 and the sftp-server it talks to) for a FUSE file system whose
-# readdir inode numbers are not stat's.
+# readdir inode numbers are not stat's; libfuse3-dev and pkg-config build
+# the FUSE helpers (testsuite/faultfs.c, bench/slowdisk, the disk model).
 # mount (mount, losetup) and passwd (useradd) are not Essential either;
 # upstream's chown and devices tests need fakeroot when not run as root;
 # strace counts the threads a deletion starts (delete-one-context).
@@ -25,7 +26,7 @@ pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	btrfs-progs util-linux mount passwd procps fakeroot fpart sshfs fuse3
 	openssh-sftp-server strace libfuse3-dev pkg-config rsnapshot"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync python3-matplotlib
-	openssh-server openssh-client sshfs fuse3 openssh-sftp-server"
+	openssh-server openssh-client sshfs fuse3 openssh-sftp-server libfuse3-dev pkg-config"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
 # make check-fresh builds a minimal Debian root to run the README in.
