@@ -60,7 +60,7 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (cfg && cfg->threads > 1024)
+	if (cfg && (cfg->threads > 1024 || cfg->schedule > DE_SCHED_GLOBAL))
 		return -EINVAL;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -174,6 +174,13 @@ int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
 		(*out)->fault_arg = arg;
 	}
 	return rc;
+}
+
+/* See delete_engine_test.h. */
+void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks)
+{
+	ctx->global_ents = ents;
+	ctx->global_blocks = blocks;
 }
 
 /*

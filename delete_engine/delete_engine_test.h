@@ -43,6 +43,10 @@ typedef int (*de_fault_fn)(void *arg, int op, const char *name);
 int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
 		    de_fault_fn fn, void *arg);
 
+/* DE_SCHED_GLOBAL's window: at most ents entries and blocks directory
+ * blocks (0: the defaults, global.c), so that tests see several. */
+void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks);
+
 #ifdef __cplusplus
 }
 #endif

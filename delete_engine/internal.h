@@ -85,6 +85,7 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
 int de__fd_budget(void);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
 long de__fs_type(int fd);
+size_t de__journal_tx_blocks(int fd);
 
 /* ---- tree.c: the tree of directories in progress ----------------------- */
 
@@ -191,6 +192,9 @@ struct de_ctx {
 	int ordered;			/* walk the tree to emit */
 	int serial;			/* emitter removes (limit, dry run) */
 	int hookmode;			/* enter_dir set */
+	int global;			/* global.c's schedule */
+	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
+	size_t global_ents, global_blocks;
 	int cancel;
 	int nfds;
 	unsigned win_max, win_live;
@@ -321,6 +325,23 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
+void de__make_children(de_ctx *ctx, struct de__node *n);
+void de__node_running(de_ctx *ctx, struct de__node *n);
+void de__node_keep(de_ctx *ctx, struct de__node *n);
+void de__files_run(de_ctx *ctx, struct de__node *n);
+
+/* global.c: the calling thread reads a window of the tree, then unlinks
+ * its files in one inode order.  start takes the root (targets added),
+ * each step does one window and returns 0 when the tree is done. */
+struct de__global {
+	struct de__node **stack, **win;
+	size_t nstack, stack_cap, nwin, win_cap;
+	size_t ents, blocks;		/* what the window holds */
+	size_t ents_max, dirs_max, blocks_max;
+};
+void de__global_start(de_ctx *ctx, struct de__global *g,
+		      struct de__node *root);
+int de__global_step(de_ctx *ctx, struct de__global *g);
 
 /*
  * The result of removing an entry from rc, de__remove_at()'s value, or the

@@ -518,56 +518,81 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 }
 
 /* Unordered: deliver events until the root is final and none is left. */
-static void drain_events(de_ctx *ctx)
+/* Deliver the queued events.  Tree lock held (dropped while reporting). */
+static void emit_queued(de_ctx *ctx)
 {
 	struct de__ev *ev;
 	struct de__node *c;
 
+	while ((ev = ctx->ev_head)) {
+		int mask = ev->kind;
+
+		c = ev->node;
+		ctx->ev_head = ev->next;
+		if (!ctx->ev_head)
+			ctx->ev_tail = NULL;
+		ctx->ev_count--;
+		if (mask & DE__EV_FILES)
+			ctx->ev_ents -= c->nents;
+		pthread_mutex_unlock(&ctx->mu);
+		if (mask & DE__EV_FILES) {
+			long dlen = dir_path(ctx, c, 256);
+			size_t i;
+
+			for (i = 0; i < c->nents; i++)
+				if (!c->ents[i].child &&
+				    c->ents[i].done)
+					report_ent(ctx, c, dlen,
+						   &c->ents[i]);
+			/*
+			 * No worker reads the listing after
+			 * NS_FILES: free it now, so only
+			 * directories being worked on hold one.
+			 */
+			free(c->ents);
+			free(c->arena);
+			c->ents = NULL;
+			c->arena = NULL;
+			c->nents = 0;
+		}
+		if (mask & DE__EV_SELF) {
+			report_self(ctx, c);
+			free_node(ctx, c);
+		}
+		maybe_progress(ctx, 0);
+		pthread_mutex_lock(&ctx->mu);
+	}
+}
+
+static void drain_events(de_ctx *ctx)
+{
 	pthread_mutex_lock(&ctx->mu);
 	for (;;) {
-		while ((ev = ctx->ev_head)) {
-			int mask = ev->kind;
-
-			c = ev->node;
-			ctx->ev_head = ev->next;
-			if (!ctx->ev_head)
-				ctx->ev_tail = NULL;
-			ctx->ev_count--;
-			if (mask & DE__EV_FILES)
-				ctx->ev_ents -= c->nents;
-			pthread_mutex_unlock(&ctx->mu);
-			if (mask & DE__EV_FILES) {
-				long dlen = dir_path(ctx, c, 256);
-				size_t i;
-
-				for (i = 0; i < c->nents; i++)
-					if (!c->ents[i].child &&
-					    c->ents[i].done)
-						report_ent(ctx, c, dlen,
-							   &c->ents[i]);
-				/*
-				 * No worker reads the listing after
-				 * NS_FILES: free it now, so only
-				 * directories being worked on hold one.
-				 */
-				free(c->ents);
-				free(c->arena);
-				c->ents = NULL;
-				c->arena = NULL;
-				c->nents = 0;
-			}
-			if (mask & DE__EV_SELF) {
-				report_self(ctx, c);
-				free_node(ctx, c);
-			}
-			maybe_progress(ctx, 0);
-			pthread_mutex_lock(&ctx->mu);
-		}
+		emit_queued(ctx);
 		if (ctx->root->state == NS_FINAL)
 			break;
 		sleep_locked(ctx);
 	}
 	pthread_mutex_unlock(&ctx->mu);
+}
+
+/*
+ * The global schedule (global.c), window by window on this thread; the
+ * reports of each window go out before the next is read, so that only
+ * one window's listings are held.
+ */
+static void run_global(de_ctx *ctx, struct de__node *r)
+{
+	struct de__global g;
+	int more;
+
+	de__global_start(ctx, &g, r);
+	do {
+		more = de__global_step(ctx, &g);
+		pthread_mutex_lock(&ctx->mu);
+		emit_queued(ctx);
+		pthread_mutex_unlock(&ctx->mu);
+	} while (more);
 }
 
 /* After a cancel: let everything started finish, start nothing new. */
@@ -683,6 +708,7 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 	ctx->serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
 		      ctx->hooks->dispose != NULL;
 	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
+	ctx->global = ctx->cfg.schedule == DE_SCHED_GLOBAL && !ctx->ordered;
 	ctx->limit_left = max_delete >= 0 ? max_delete : -1;
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
@@ -805,6 +831,8 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	}
 	if (ctx->serial)
 		de__prepare_serial(ctx, r);
+	else if (ctx->global)
+		run_global(ctx, r);
 	else
 		de__phase2(ctx, r, 0);
 	if (ctx->ordered)

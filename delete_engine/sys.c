@@ -13,7 +13,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -222,6 +226,48 @@ long de__fs_type(int fd)
 	(void)fd;
 #endif
 	return 0;
+}
+
+/*
+ * The most blocks one jbd2 transaction of fd's file system may hold (a
+ * third of an ext4 journal), from /proc/fs/jbd2/NAME-8/info ("... each
+ * up to N blocks"), NAME being the block device's; 0 when unknown (not
+ * ext4, an external journal, no /proc).
+ */
+size_t de__journal_tx_blocks(int fd)
+{
+#ifndef DE_PORTABLE
+	struct stat st;
+	char link[PATH_MAX], path[PATH_MAX + 32], buf[256];
+	const char *name, *p;
+	ssize_t len;
+	int pfd;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	snprintf(path, sizeof path, "/sys/dev/block/%u:%u", major(st.st_dev),
+		 minor(st.st_dev));
+	len = readlink(path, link, sizeof link - 1);
+	if (len <= 0)
+		return 0;
+	link[len] = '\0';
+	name = strrchr(link, '/');
+	name = name ? name + 1 : link;
+	snprintf(path, sizeof path, "/proc/fs/jbd2/%s-8/info", name);
+	pfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	len = read(pfd, buf, sizeof buf - 1);
+	close(pfd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	p = strstr(buf, "each up to ");
+	return p ? (size_t)strtoull(p + 11, NULL, 10) : 0;
+#else
+	(void)fd;
+	return 0;
+#endif
 }
 
 #ifndef DE_PORTABLE

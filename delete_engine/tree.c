@@ -749,8 +749,8 @@ void de__pump(de_ctx *ctx)
 	unlock(ctx);
 }
 
-/* Create child nodes for n's directories to delete; returns how many. */
-static void make_children(de_ctx *ctx, struct de__node *n)
+/* Create child nodes for n's directories to delete. */
+void de__make_children(de_ctx *ctx, struct de__node *n)
 {
 	size_t i;
 	int kept = 0, nkids = 0;
@@ -807,8 +807,82 @@ static void schedule_children(de_ctx *ctx, struct de__node *n)
  */
 void de__prepare_serial(de_ctx *ctx, struct de__node *n)
 {
-	make_children(ctx, n);
+	de__make_children(ctx, n);
 	schedule_children(ctx, n);
+}
+
+/*
+ * n's fd cannot be had (fd, a negative errno): its fd was closed for the
+ * budget and n is gone when reopened, so are its files (ENOENT), or
+ * they fail.
+ */
+static void unreachable_files(de_ctx *ctx, struct de__node *n, int fd)
+{
+	int res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
+	size_t i;
+
+	for (i = 0; i < n->nents; i++) {
+		struct de__ent *e = &n->ents[i];
+
+		if (e->type == DE_T_DIR || e->done || e->action != DE_A_DELETE)
+			continue;
+		e->res = (uint8_t)res;
+		if (res == DE_R_FAILED) {
+			e->op = DE_OP_OPEN;
+			e->err = -fd;
+		}
+		e->done = 1;
+	}
+	if (res == DE_R_FAILED)
+		de__node_keep(ctx, n);
+}
+
+void de__node_keep(de_ctx *ctx, struct de__node *n)
+{
+	lock(ctx);
+	n->kept = 1;
+	unlock(ctx);
+}
+
+void de__node_running(de_ctx *ctx, struct de__node *n)
+{
+	lock(ctx);
+	n->state = NS_RUNNING;
+	unlock(ctx);
+}
+
+/*
+ * Phase 2 of scanned node n for a schedule that unlinked its files itself
+ * (global.c): unlink what is left of them, in listing order, publish them
+ * and drop n's own reference.  Its children were made already.
+ */
+void de__files_run(de_ctx *ctx, struct de__node *n)
+{
+	size_t i;
+	int fd = -1, pinned = 0;
+
+	for (i = 0; i < n->nents; i++) {
+		const struct de__ent *e = &n->ents[i];
+
+		if (e->type != DE_T_DIR && !e->done && e->action == DE_A_DELETE)
+			break;
+	}
+	if (i < n->nents) {
+		fd = de__node_pin(ctx, n, -1);
+		pinned = fd >= 0;
+		if (pinned)
+			unlink_range(ctx, n, fd, NULL, 0);
+		else
+			unreachable_files(ctx, n, fd);
+	}
+	lock(ctx);
+	n->p2sub = 1;
+	n->state = NS_P2;
+	n->chunks = 1;
+	de__signal(ctx);
+	unlock(ctx);
+	files_done(ctx, n, NULL);
+	de__node_release(ctx, n, pinned);
 }
 
 /*
@@ -834,7 +908,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		if (!pinned && fd >= 0)
 			pinned = 1;
 		if (!early)
-			make_children(ctx, n);
+			de__make_children(ctx, n);
 	}
 	lock(ctx);
 	n->p2sub = 1;
@@ -851,29 +925,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		schedule_children(ctx, n);
 	idx = fd < 0 ? NULL : de__inode_order(n, &k);
 	if (fd < 0) {
-		size_t i;
-		/* Its fd was closed for the budget and n is gone when
-		 * reopened: so are its files. */
-		int res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
-
-		for (i = 0; i < n->nents; i++) {
-			struct de__ent *e = &n->ents[i];
-
-			if (e->type == DE_T_DIR || e->done ||
-			    e->action != DE_A_DELETE)
-				continue;
-			e->res = (uint8_t)res;
-			if (res == DE_R_FAILED) {
-				e->op = DE_OP_OPEN;
-				e->err = -fd;
-			}
-			e->done = 1;
-		}
-		if (res == DE_R_FAILED) {
-			lock(ctx);
-			n->kept = 1;
-			unlock(ctx);
-		}
+		unreachable_files(ctx, n, fd);
 		files_done(ctx, n, idx);
 		de__node_release(ctx, n, pinned);
 		return;
@@ -1080,7 +1132,7 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 	    READY_ENTS_MAX) {
 		size_t i;
 
-		make_children(ctx, n);
+		de__make_children(ctx, n);
 		n->early = 1;
 		c = first_child(n);
 		for (i = n->nents; i-- > 0;)

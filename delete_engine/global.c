@@ -1,0 +1,237 @@
+/*
+ * global.c - the global schedule: one inode order across a window of the
+ * tree, for disks where the cost is requests, not CPU.
+ *
+ * The per-directory schedule (tree.c) unlinks each directory's files in
+ * inode order, one directory after another.  When a tree grew over time,
+ * the inodes of one directory are spread over the whole inode table, so
+ * every directory dirties most inode-table blocks again.  On ext4, once
+ * what is dirtied exceeds the journal, each block is written home again
+ * and again: on a rotating disk or an IOPS-capped volume that is the
+ * whole cost (bench/slowdisk, docs/BENCHMARKS.md "slowdisk").
+ *
+ * Here the calling thread reads a window of directories (depth first),
+ * then unlinks every non-directory of the window in one ascending inode
+ * order, so each inode-table block is dirtied once per window; the
+ * directories go bottom-up as their last entry goes (de__node_release).
+ * A window closes when it holds WIN_ENTS entries (the sort's memory),
+ * fd_budget / 2 directories (their fds stay cached while they are
+ * unlinked from), or more directory blocks than half a journal
+ * transaction: the directory blocks are what every unlink of the window
+ * dirties again, and must stay in the journal for the window to pay.
+ *
+ * Everything else is tree.c's: the same nodes, scan (fd-relative,
+ * O_NOFOLLOW, identity and mount checks, -x), fd cache, unlink, rmdir
+ * and reports.  Only unordered runs without hooks take this schedule
+ * (run.c): ordered reports, --max-delete, dry runs and the dispose hook
+ * need the canonical order, which the per-directory schedule keeps.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entries one window sorts: 24 bytes each, 12 MiB. */
+#define WIN_ENTS	(1u << 19)
+
+struct gent {
+	uint64_t ino;
+	struct de__node *n;
+	uint32_t i;
+};
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct gent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Bytes of ext4 directory entries for n's listing, as blocks (at least
+ * one): an estimate of what each of its unlinks dirties. */
+static size_t dir_blocks(const struct de__node *n)
+{
+	size_t i, bytes = 0;
+
+	for (i = 0; i < n->nents; i++)
+		bytes += (8u + n->ents[i].len + 3u) & ~(size_t)3;
+	return bytes / 4096 + 1;
+}
+
+/* Room for k more nodes on the stack. */
+static int reserve(struct de__global *g, size_t k)
+{
+	if (g->nstack + k > g->stack_cap) {
+		size_t cap = g->stack_cap ? g->stack_cap : 64;
+		struct de__node **s;
+
+		while (cap < g->nstack + k)
+			cap *= 2;
+		s = realloc(g->stack, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		g->stack = s;
+		g->stack_cap = cap;
+	}
+	return 0;
+}
+
+static int win_add(struct de__global *g, struct de__node *n)
+{
+	if (g->nwin == g->win_cap) {
+		size_t cap = g->win_cap ? 2 * g->win_cap : 64;
+		struct de__node **w = realloc(g->win, cap * sizeof(*w));
+
+		if (!w)
+			return -ENOMEM;
+		g->win = w;
+		g->win_cap = cap;
+	}
+	g->win[g->nwin++] = n;
+	return 0;
+}
+
+/*
+ * Make n's child nodes and push them, last first, so that the first is
+ * read next (depth first, in listing order).  Without memory for the
+ * stack, n's directories fail with ENOMEM, as when tree.c cannot make a
+ * node.
+ */
+static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
+{
+	size_t i, dirs = 0;
+
+	for (i = 0; i < n->nents; i++)
+		dirs += n->ents[i].type == DE_T_DIR && !n->ents[i].done &&
+			n->ents[i].action == DE_A_DELETE;
+	if (reserve(g, dirs) < 0) {
+		for (i = 0; i < n->nents; i++) {
+			struct de__ent *e = &n->ents[i];
+
+			if (e->type != DE_T_DIR || e->done ||
+			    e->action != DE_A_DELETE)
+				continue;
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_OPEN;
+			e->err = ENOMEM;
+			e->done = 1;
+			de__node_keep(ctx, n);
+		}
+	}
+	de__make_children(ctx, n);
+	for (i = n->nents; i-- > 0;)
+		if (n->ents[i].child)
+			g->stack[g->nstack++] = n->ents[i].child;
+}
+
+/* Unlink the window's files in one inode order, then let its nodes go. */
+static void flush(de_ctx *ctx, struct de__global *g)
+{
+	struct gent *v = NULL;
+	size_t nv = 0, i, k;
+
+	if (g->ents) {
+		v = malloc(g->ents * sizeof(*v));
+	}
+	for (k = 0; v && k < g->nwin; k++) {
+		struct de__node *n = g->win[k];
+
+		for (i = 0; i < n->nents; i++) {
+			struct de__ent *e = &n->ents[i];
+
+			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
+			    e->done)
+				continue;
+			v[nv].ino = e->ino;
+			v[nv].n = n;
+			v[nv].i = (uint32_t)i;
+			nv++;
+		}
+	}
+	if (v)
+		qsort(v, nv, sizeof(*v), by_ino);
+	/* Without memory for the order, de__files_run() below unlinks each
+	 * directory's files as listed, as tree.c does. */
+	for (i = 0; i < nv; i++) {
+		struct de__node *n = v[i].n;
+		struct de__ent *e = &n->ents[v[i].i];
+		int fd, kept;
+
+		if (de__cancelled(ctx)) {
+			e->res = DE_R_SKIPPED;
+			kept = 1;
+		} else if ((fd = de__node_pin(ctx, n, -1)) < 0) {
+			e->res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
+			e->op = e->res == DE_R_FAILED ? DE_OP_OPEN : 0;
+			e->err = -fd;
+			e->done = 1;
+			kept = e->res == DE_R_FAILED;
+		} else {
+			kept = de__unlink_ent(ctx, n, fd, e, 1);
+			de__node_unpin(ctx, n);
+		}
+		if (kept)
+			de__node_keep(ctx, n);
+	}
+	free(v);
+	/* Deepest first: a directory goes as soon as its last child does. */
+	for (k = g->nwin; k-- > 0;)
+		de__files_run(ctx, g->win[k]);
+	g->nwin = 0;
+	g->ents = 0;
+	g->blocks = 0;
+}
+
+/* See internal.h. */
+void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root)
+{
+	size_t tx = de__journal_tx_blocks(root->fd);
+
+	memset(g, 0, sizeof(*g));
+	g->ents_max = ctx->global_ents ? ctx->global_ents : WIN_ENTS;
+	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
+	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
+	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
+			tx ? tx / 2 : 170;
+	descend(ctx, g, root);
+	if (win_add(g, root) < 0)
+		de__files_run(ctx, root);
+	else
+		g->ents = root->nents;
+}
+
+/* See internal.h. */
+int de__global_step(de_ctx *ctx, struct de__global *g)
+{
+	while (g->nstack && g->ents < g->ents_max && g->nwin < g->dirs_max &&
+	       g->blocks < g->blocks_max) {
+		struct de__node *n = g->stack[--g->nstack];
+
+		de__node_running(ctx, n);
+		(void)de__scan(ctx, n, ctx->caller_buf, 0);
+		ctx->tick(ctx);
+		if (n->skip_scan || de__cancelled(ctx)) {
+			/* Not entered (a mount point, a failed open) or
+			 * cancelled: tree.c finishes it at once. */
+			de__phase2(ctx, n, 0);
+			continue;
+		}
+		descend(ctx, g, n);
+		if (win_add(g, n) < 0) {
+			de__files_run(ctx, n);
+			continue;
+		}
+		g->ents += n->nents;
+		g->blocks += dir_blocks(n);
+	}
+	if (g->nwin)
+		flush(ctx, g);
+	if (g->nstack)
+		return 1;
+	free(g->stack);
+	free(g->win);
+	g->stack = NULL;
+	g->win = NULL;
+	return 0;
+}

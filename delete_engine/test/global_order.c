@@ -1,0 +1,264 @@
+/*
+ * global_order: DE_SCHED_GLOBAL unlinks the files of a window of the tree
+ * in one ascending inode order across its directories, window after
+ * window, and keeps every guarantee of the per-directory schedule.
+ *
+ *   - 24 directories whose 480 files (and a hard link) were made in a
+ *     shuffled order, so that each directory's inodes interleave with the
+ *     others': unlinked in one ascending order (one window), then with a
+ *     window of 100 entries in ascending runs, at least 4 of them, each
+ *     ascending; every directory is removed after its files.
+ *   - symlinks to a directory outside and a dangling one are removed as
+ *     links (the outside stays); a fifo is removed.
+ *   - a tmpfs mounted inside is kept (DE_R_MOUNT) with what it holds, its
+ *     parents reported not empty (root; skipped otherwise).
+ *   - a chain 600 directories deep goes, with windows of 8 directories
+ *     and an fd budget far below its depth.
+ *   - runs that need the canonical order keep the per-directory
+ *     schedule: a dry run removes nothing, and max_delete stops exactly.
+ * The unlink order is read through the fault hook (which sees every
+ * unlinkat before it is made); file names are unique across the tree so
+ * that a name tells the inode.
+ */
+#include "tutil.h"
+
+#include <sys/resource.h>
+
+#define NDIRS	24
+#define NFILES	20
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char (*seen)[32];
+static size_t nseen, capseen;
+static int rmdirs_before_files;	/* an rmdir came before the last unlink of a file */
+
+static int record(void *arg, int op, const char *name)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	if (op == DE_OP_UNLINK && name[0] == 'f' && nseen < capseen)
+		snprintf(seen[nseen++], sizeof(seen[0]), "%s", name);
+	if (op == DE_OP_RMDIR && name[0] == 'd' && nseen < (size_t)NDIRS * NFILES)
+		rmdirs_before_files = 1;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+struct fino {
+	char name[32];
+	uint64_t ino;
+};
+static struct fino inos[NDIRS * NFILES + 8];
+static size_t ninos;
+
+static uint64_t ino_of(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ninos; i++)
+		if (strcmp(inos[i].name, name) == 0)
+			return inos[i].ino;
+	return 0;
+}
+
+/* tree/dNN/fNN_MMM, made in a shuffled order; tree/d00/hardlink. */
+static int shuffled_tree(int dfd)
+{
+	int order[NDIRS * NFILES], i, j, t;
+	unsigned seed = 7;
+	char path[64];
+	struct stat st;
+
+	if (mkdirat(dfd, "tree", 0755))
+		return -1;
+	for (i = 0; i < NDIRS; i++) {
+		snprintf(path, sizeof(path), "tree/d%02d", i);
+		if (mkdirat(dfd, path, 0755))
+			return -1;
+	}
+	for (i = 0; i < NDIRS * NFILES; i++)
+		order[i] = i;
+	for (i = NDIRS * NFILES - 1; i > 0; i--) {
+		seed = seed * 1103515245u + 12345u;
+		j = (int)((seed >> 8) % (unsigned)(i + 1));
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	ninos = 0;
+	for (i = 0; i < NDIRS * NFILES; i++) {
+		int d = order[i] / NFILES, f = order[i] % NFILES;
+
+		snprintf(inos[ninos].name, sizeof(inos[0].name), "f%02d_%03d", d, f);
+		snprintf(path, sizeof(path), "tree/d%02d/%s", d, inos[ninos].name);
+		if (t_file(dfd, path) || fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW))
+			return -1;
+		inos[ninos++].ino = st.st_ino;
+	}
+	/* A hard link: its name unlinks the same inode as d05's file. */
+	if (linkat(dfd, "tree/d05/f05_003", dfd, "tree/d00/flink", 0))
+		return -1;
+	snprintf(inos[ninos].name, sizeof(inos[0].name), "flink");
+	inos[ninos++].ino = ino_of("f05_003");
+	return 0;
+}
+
+/* Remove tree with the global schedule; returns de_remove's value. */
+static int remove_global(int dfd, const char *name, size_t win_ents,
+			 size_t win_blocks, unsigned flags, long long maxdel,
+			 struct t_reps *rs, struct de_summary *sum)
+{
+	struct de_config cfg = { .threads = 2, .max_delete = maxdel,
+				 .schedule = DE_SCHED_GLOBAL, .flags = flags };
+	struct de_target t = { .name = name };
+	struct de_hooks h = { .arg = rs, .report = rs ? t_collect : NULL };
+	de_ctx *ctx;
+	int rc;
+
+	nseen = 0;
+	rmdirs_before_files = 0;
+	if (de_test_ctx_new(&ctx, &cfg, record, NULL))
+		return -ENOMEM;
+	de_test_global_window(ctx, win_ents, win_blocks);
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);
+	de_ctx_free(ctx);
+	return rc;
+}
+
+/* The number of ascending runs in what was unlinked; 0 when an inode is
+ * unknown. */
+static size_t runs(void)
+{
+	uint64_t last = 0;
+	size_t i, n = 0;
+
+	for (i = 0; i < nseen; i++) {
+		uint64_t ino = ino_of(seen[i]);
+
+		if (!ino)
+			return 0;
+		if (i == 0 || ino < last)
+			n++;
+		last = ino;
+	}
+	return n;
+}
+
+static int deep_chain(int dfd, int depth)
+{
+	int fd = dup(dfd), next, i;
+
+	for (i = 0; i < depth && fd >= 0; i++) {
+		if (mkdirat(fd, i ? "d" : "chain", 0755) ||
+		    (next = openat(fd, i ? "d" : "chain", O_RDONLY | O_DIRECTORY)) < 0) {
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		fd = next;
+		if (t_file(fd, "f")) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 ? 0 : -1;
+}
+
+int test(int dfd)
+{
+	struct de_summary sum;
+	struct t_reps rs = { 0 };
+	struct t_rep *r;
+	struct rlimit rl, low;
+	char target[4200];
+	int ret = T_FAIL, m = -1, rc, lowered = 0;
+	size_t n;
+
+	capseen = NDIRS * NFILES + 16;
+	seen = calloc(capseen, sizeof(*seen));
+	CHECK(seen);
+
+	/* One window: one ascending order over all 481 names. */
+	CHECK(shuffled_tree(dfd) == 0);
+	CHECK(t_paths(dfd, "outside/sentinel", NULL) == 0);
+	snprintf(target, sizeof(target), "%s/outside", t_base);
+	CHECK(symlinkat(target, dfd, "tree/d01/abs-link") == 0);
+	CHECK(symlinkat("/nonexistent-de", dfd, "tree/d02/dangling") == 0);
+	CHECK(mkfifoat(dfd, "tree/d03/pipe", 0600) == 0);
+	rc = remove_global(dfd, "tree", 0, 0, 0, -1, NULL, &sum);
+	CHECK(rc == 0);
+	CHECK(!t_exists(dfd, "tree"));
+	CHECK(t_exists(dfd, "outside/sentinel"));
+	CHECK(nseen == NDIRS * NFILES + 1);
+	CHECK(runs() == 1);
+	CHECK(!rmdirs_before_files);
+	CHECK(sum.removed[DE_T_FILE] == NDIRS * NFILES + 1);
+	CHECK(sum.removed[DE_T_SYMLINK] == 2);
+	CHECK(sum.removed[DE_T_SPECIAL] == 1);
+	CHECK(sum.removed[DE_T_DIR] == NDIRS + 1);
+
+	/* Windows of 100 entries: ascending runs, one per window. */
+	CHECK(shuffled_tree(dfd) == 0);
+	rc = remove_global(dfd, "tree", 100, 0, 0, -1, NULL, &sum);
+	CHECK(rc == 0);
+	CHECK(!t_exists(dfd, "tree"));
+	CHECK(nseen == NDIRS * NFILES + 1);
+	n = runs();
+	CHECK(n >= 4 && n <= NDIRS);
+	/* And by directory blocks: a block each, so 3 directories a window. */
+	CHECK(shuffled_tree(dfd) == 0);
+	rc = remove_global(dfd, "tree", 0, 3, 0, -1, NULL, &sum);
+	CHECK(rc == 0 && !t_exists(dfd, "tree"));
+	n = runs();
+	CHECK(n >= NDIRS / 4 && n <= NDIRS);
+
+	/* Canonical-order runs keep the per-directory schedule. */
+	CHECK(shuffled_tree(dfd) == 0);
+	rc = remove_global(dfd, "tree", 0, 0, DE_F_DRY_RUN, -1, NULL, &sum);
+	CHECK(rc == 0 && nseen == 0);
+	CHECK(t_count(dfd, "tree") == 1 + NDIRS + NDIRS * NFILES + 1);
+	rc = remove_global(dfd, "tree", 0, 0, 0, 50, NULL, &sum);
+	CHECK(rc == -EDQUOT && sum.removed_total == 50);
+	t_cleanup_sub(dfd, "tree");
+
+	/* Any depth, with few fds: windows of at most 8 directories. */
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	low = rl;
+	low.rlim_cur = 40;
+	CHECK(deep_chain(dfd, 600) == 0);
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	lowered = 1;
+	rc = remove_global(dfd, "chain", 0, 0, 0, -1, NULL, &sum);
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	lowered = 0;
+	CHECK(rc == 0);
+	CHECK(!t_exists(dfd, "chain"));
+	CHECK(sum.removed[DE_T_DIR] == 600 && sum.removed[DE_T_FILE] == 600);
+
+	/* A mount point inside is kept, with what it holds (root). */
+	CHECK(t_paths(dfd, "tree/a/mnt/", "tree/a/f", "tree/b/g", NULL) == 0);
+	m = t_tmpfs("tree/a/mnt");
+	if (m < 0) {
+		ret = T_PASS;	/* the rest passed; a user cannot mount */
+		goto out;
+	}
+	CHECK(t_file(m, "keep") == 0);
+	rc = remove_global(dfd, "tree", 0, 0, 0, -1, &rs, &sum);
+	CHECK(rc == 0);
+	r = t_find(&rs, "tree/a/mnt");
+	CHECK(r && r->result == DE_R_MOUNT);
+	CHECK(t_exists(m, "keep"));
+	r = t_find(&rs, "tree/a");
+	CHECK(r && r->result == DE_R_NOT_EMPTY);
+	CHECK(!t_exists(dfd, "tree/a/f") && !t_exists(dfd, "tree/b"));
+	ret = T_PASS;
+out:
+	if (lowered)
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	t_reps_free(&rs);
+	t_umount(m);
+	free(seen);
+	return ret;
+}
