@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Deletion on a disk model (slowdisk): each peer deletes an identical
+copy of one file system image, served by the model, from a cold start.
+
+    bench/slowdisk/bench.py [--model hdd|cloud] [--fs ext4-j4|ext4|xfs]
+        [--tree shuffled|snapshot|flat|in-order] [--dirs 100] [--files 400]
+        [--peers NAME,...] [--runs 3] [--json FILE] [--out FILE]
+
+The tree is made once, on a loop image at full speed (bench/mktree;
+shuffled: files created in a random order across the directories, as a
+tree grown over time; snapshot: a cp -al copy of it, which is what is
+deleted; flat: one directory of dirs x files; in-order: created
+directory by directory).  Each run copies the image, attaches the copy
+through the model (SlowDisk: a fresh daemon and loop device, so nothing
+is cached), mounts it and times the delete plus `sync -f`.  The model's
+counters give the requests and bytes read and written, and its seeks.
+Rounds alternate the peers' order.  Root only.
+
+The peers (--peers):
+  rsync-de      ./rsync -r --delete-only empty/ t/  (today's schedule)
+  de-global     delete_engine/tools/de-rm -G -rf t  (the engine's global
+                schedule, DE_SCHED_GLOBAL: nothing selects it in rsync yet)
+  stock         ./rsync-stock -r --delete empty/ t/
+  rm            rm -rf t
+  find          find t -delete
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TOP = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+from slowdisk import SlowDisk  # noqa: E402
+
+FS = {
+    # ext4 with a journal smaller than the tree's metadata (4 MiB), as a
+    # tree of millions of files has under the default 1 GiB journal.
+    'ext4-j4': ['mkfs.ext4', '-q', '-F', '-J', 'size=4'],
+    'ext4': ['mkfs.ext4', '-q', '-F'],
+    'xfs': ['mkfs.xfs', '-q', '-f'],
+}
+PEERS = {
+    'rsync-de': [str(TOP / 'rsync'), '-r', '--delete-only', '{empty}/', '{t}/'],
+    'de-global': [str(TOP / 'delete_engine/tools/de-rm'), '-G', '-rf', '{t}'],
+    'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
+    'rm': ['rm', '-rf', '{t}'],
+    'find': ['find', '{t}', '-delete'],
+}
+
+
+def sh(argv, **kw):
+    return subprocess.run([str(a) for a in argv], check=True, **kw)
+
+
+def make_image(path, fs, tree, dirs, files, size):
+    """The image with the tree at w/t (and w/empty)."""
+    with open(path, 'wb') as fh:
+        fh.truncate(size)
+    sh(FS[fs] + [path], stdout=subprocess.DEVNULL)
+    mnt = tempfile.mkdtemp(prefix='slowdisk-mk-')
+    sh(['mount', '-o', 'loop', path, mnt])
+    try:
+        w = Path(mnt) / 'w'
+        w.mkdir()
+        (w / 'empty').mkdir()
+        mktree = TOP / 'bench' / 'mktree'
+        shape = ['flat', str(dirs * files)] if tree == 'flat' else ['wide', str(dirs), str(files)]
+        shuffle = [] if tree == 'in-order' else ['-s']
+        dest = w / ('src' if tree == 'snapshot' else 't')
+        sh([mktree] + shuffle + shape + [dest], stdout=subprocess.DEVNULL)
+        if tree == 'snapshot':
+            sh(['cp', '-al', dest, w / 't'])
+    finally:
+        sh(['umount', mnt])
+        os.rmdir(mnt)
+
+
+def one_run(img, model, peer, opts):
+    """Copy img, delete w/t through the model; returns a record."""
+    run = img + '.run'
+    sh(['cp', '--sparse=always', img, run])
+    mnt = tempfile.mkdtemp(prefix='slowdisk-run-')
+    try:
+        with SlowDisk(run, model, opts) as disk:
+            sh(['mount', disk.dev, mnt])
+            try:
+                t = Path(mnt) / 'w' / 't'
+                argv = [a.format(t=t, empty=Path(mnt) / 'w' / 'empty') for a in PEERS[peer]]
+                disk.reset()
+                t0 = time.monotonic()
+                p = subprocess.run(argv, capture_output=True, text=True)
+                t1 = time.monotonic()
+                sh(['sync', '-f', mnt])
+                t2 = time.monotonic()
+                st = disk.stats()
+                left = sum(len(d) + len(f) for _, d, f in os.walk(t)) if t.exists() else 0
+            finally:
+                sh(['umount', mnt])
+    finally:
+        os.rmdir(mnt)
+        os.unlink(run)
+    return dict(peer=peer, secs=t2 - t0, sync=t2 - t1, rc=p.returncode, left=left,
+                err=p.stderr[-300:], **{k: st[k] for k in st if k != 'model'})
+
+
+def table(cell, names):
+    med = {n: statistics.median(r['secs'] for r in cell[n]) for n in names if cell[n]}
+    lines = ['| peer | median s (delete + sync) | min-max s | vs rm -rf | vs stock '
+             '| writes | write MiB | reads | read MiB | seeks |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for n in names:
+        rs = cell[n]
+        if not rs:
+            continue
+        m = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+        rel = [f'{med[n] / med[b]:.3f}' if b in med else '-' for b in ('rm', 'stock')]
+        lines.append(f'| {n} | {med[n]:.1f} | {min(r["secs"] for r in rs):.1f}-'
+                     f'{max(r["secs"] for r in rs):.1f} | {rel[0]} | {rel[1]} | '
+                     f'{m("writes"):.0f} | {m("write_bytes") / 2**20:.0f} | {m("reads"):.0f} | '
+                     f'{m("read_bytes") / 2**20:.0f} | {m("seeks"):.0f} |')
+    return '\n'.join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--model', default='hdd', choices=['hdd', 'cloud'])
+    ap.add_argument('--model-opts', default='', help='slowdisk options, comma-separated')
+    ap.add_argument('--fs', default='ext4-j4', choices=list(FS))
+    ap.add_argument('--tree', default='shuffled', choices=['shuffled', 'snapshot', 'flat', 'in-order'])
+    ap.add_argument('--dirs', type=int, default=100)
+    ap.add_argument('--files', type=int, default=400)
+    ap.add_argument('--size', default='2G')
+    ap.add_argument('--peers', default='de-global,rsync-de,rm,stock')
+    ap.add_argument('--runs', type=int, default=3)
+    ap.add_argument('--json', default=None)
+    ap.add_argument('--out', default=None)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit('bench/slowdisk/bench.py: root only (loop devices, mounts)')
+    names = a.peers.split(',')
+    for n in names:
+        if n not in PEERS:
+            sys.exit(f'unknown peer {n}; known: {", ".join(PEERS)}')
+    subprocess.run(['make', '-s', '-C', str(TOP / 'bench'), 'mktree'], check=True)
+    opts = [o for o in a.model_opts.split(',') if o]
+    size = int(a.size[:-1]) << {'M': 20, 'G': 30}[a.size[-1]]
+    work = tempfile.mkdtemp(prefix='slowdisk-bench-', dir='/var/tmp')
+    img = os.path.join(work, 'tree.img')
+    cell = {n: [] for n in names}
+    title = (f'{" ".join([a.model] + opts)}, {a.fs}, {a.tree} {a.dirs} x {a.files}'
+             f' ({a.runs} rounds, peers alternated)')
+    try:
+        make_image(img, a.fs, a.tree, a.dirs, a.files, size)
+        for rnd in range(a.runs):
+            for n in (names if rnd % 2 == 0 else list(reversed(names))):
+                r = one_run(img, a.model, n, opts)
+                r.update(round=rnd, model=a.model, model_opts=opts, fs=a.fs, tree=a.tree,
+                         dirs=a.dirs, files=a.files)
+                print(f'{title}: round {rnd} {n}: {r["secs"]:.1f} s (sync {r["sync"]:.1f}), '
+                      f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks',
+                      file=sys.stderr, flush=True)
+                if r['rc'] or r['left']:
+                    sys.exit(f'{n} failed: exit {r["rc"]}, {r["left"]} left: {r["err"]}')
+                cell[n].append(r)
+                if a.json:
+                    with open(a.json, 'a') as fh:
+                        fh.write(json.dumps(r) + '\n')
+    finally:
+        if os.path.exists(img):
+            os.unlink(img)
+        os.rmdir(work)
+    text = f'\n### {title}\n\n' + table(cell, names) + '\n'
+    print(text)
+    if a.out:
+        with open(a.out, 'a') as fh:
+            fh.write(text)
+
+
+if __name__ == '__main__':
+    main()
