@@ -811,6 +811,17 @@ void de__prepare_serial(de_ctx *ctx, struct de__node *n)
 	schedule_children(ctx, n);
 }
 
+/* Phase 2 of n has begun: one unlink chunk (its own) pending. */
+static void p2_begin(de_ctx *ctx, struct de__node *n)
+{
+	lock(ctx);
+	n->p2sub = 1;
+	n->state = NS_P2;
+	n->chunks = 1;
+	de__signal(ctx);
+	unlock(ctx);
+}
+
 /*
  * n's fd cannot be had (fd, a negative errno): its fd was closed for the
  * budget and n is gone when reopened, so are its files (ENOENT), or
@@ -875,12 +886,7 @@ void de__files_run(de_ctx *ctx, struct de__node *n)
 		else
 			unreachable_files(ctx, n, fd);
 	}
-	lock(ctx);
-	n->p2sub = 1;
-	n->state = NS_P2;
-	n->chunks = 1;
-	de__signal(ctx);
-	unlock(ctx);
+	p2_begin(ctx, n);
 	files_done(ctx, n, NULL);
 	de__node_release(ctx, n, pinned);
 }
@@ -910,12 +916,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		if (!early)
 			de__make_children(ctx, n);
 	}
-	lock(ctx);
-	n->p2sub = 1;
-	n->state = NS_P2;
-	n->chunks = 1;
-	de__signal(ctx);
-	unlock(ctx);
+	p2_begin(ctx, n);
 	if (stop) {
 		files_done(ctx, n, NULL);
 		de__node_release(ctx, n, pinned);
