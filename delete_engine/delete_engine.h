@@ -104,19 +104,23 @@ struct de_config {
 	int (*pressure)(void *arg, uint64_t *us);
 	void *pressure_arg;
 	/*
-	 * The order of removals.  DE_SCHED_DIRS (the default): directory by
-	 * directory, each one's files in inode order, on the pool.
-	 * DE_SCHED_GLOBAL: the calling thread reads a window of the tree
-	 * and unlinks all its files in one inode order, for disks where the
-	 * requests are the cost (rotating, IOPS-capped; global.c).  Runs
-	 * that need the canonical order (ordered reports, hooks, max_delete,
-	 * dry run) keep DE_SCHED_DIRS.
+	 * The order of removals (enum de_schedule).  DE_SCHED_DIRS:
+	 * directory by directory, each one's files in inode order, on the
+	 * pool.  DE_SCHED_GLOBAL: the calling thread reads a window of the
+	 * tree and unlinks all its files in one inode order, for disks
+	 * where the requests are the cost (rotating, IOPS-capped; global.c).
+	 * DE_SCHED_AUTO (0, the default): global while the first directories
+	 * read are slow to come off the disk, else directory by directory
+	 * (order.c de__slow_reads).  Runs that need the canonical order
+	 * (ordered reports, hooks, max_delete, dry run) are always
+	 * directory by directory.
 	 */
 	unsigned schedule;
 };
 
 enum de_schedule {
-	DE_SCHED_DIRS = 0,
+	DE_SCHED_AUTO = 0,
+	DE_SCHED_DIRS,
 	DE_SCHED_GLOBAL
 };
 

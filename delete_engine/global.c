@@ -20,6 +20,12 @@
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
  *
+ * DE_SCHED_AUTO starts the same way, timing the reads of the first
+ * directories (up to DE__PROBE_DIRS whose listings are small enough that
+ * the time is the disk's, not the CPU's).  When they came fast
+ * (order.c de__slow_reads), the window and the rest of the tree go to
+ * the pool, directory by directory, as if the run had begun there.
+ *
  * Everything else is tree.c's: the same nodes, scan (fd-relative,
  * O_NOFOLLOW, identity and mount checks, -x), fd cache, unlink, rmdir
  * and reports.  Only unordered runs without hooks take this schedule
@@ -184,11 +190,13 @@ static void flush(de_ctx *ctx, struct de__global *g)
 }
 
 /* See internal.h. */
-void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root)
+void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
+		      int probe)
 {
 	size_t tx = de__journal_tx_blocks(root->fd);
 
 	memset(g, 0, sizeof(*g));
+	g->probing = probe;
 	g->ents_max = ctx->global_ents ? ctx->global_ents : WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
@@ -201,15 +209,58 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root)
 		g->ents = root->nents;
 }
 
+/* A listing this long makes a scan's time the CPU's, not the disk's. */
+#define PROBE_ENTS_MAX	4096
+
+/*
+ * The reads were fast: hand the window and the unread rest of the tree
+ * to the pool.  The window's nodes have their children made; those and
+ * the stack's nodes are scheduled as phase 2 schedules them, and the
+ * window's files are unlinked by phase 2 (n->early: not made again).
+ */
+static void hand_over(de_ctx *ctx, struct de__global *g)
+{
+	size_t k;
+
+	for (k = g->nstack; k-- > 0;)
+		de__schedule(ctx, g->stack[k]);
+	for (k = 0; k < g->nwin; k++) {
+		struct de__node *n = g->win[k];
+
+		n->early = 1;
+		n->work.fn = de__files_task;
+		de__pool_submit(&ctx->pool, &n->work, 0);
+	}
+	g->nstack = g->nwin = 0;
+}
+
+/* Time one scan for the probe; decide once there are enough. */
+static void probe(de_ctx *ctx, struct de__global *g, struct de__node *n,
+		  uint64_t ns)
+{
+	(void)ctx;
+	if (n->skip_scan || n->nents > PROBE_ENTS_MAX)
+		return;
+	g->probe_ns[g->nprobe++] = ns;
+	if (g->nprobe == DE__PROBE_DIRS)
+		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
+}
+
 /* See internal.h. */
 int de__global_step(de_ctx *ctx, struct de__global *g)
 {
+	/* Cancelled: every node left is finished here, as skipped. */
+	if (de__cancelled(ctx))
+		g->probing = 0;
 	while (g->nstack && g->ents < g->ents_max && g->nwin < g->dirs_max &&
-	       g->blocks < g->blocks_max) {
+	       g->blocks < g->blocks_max && g->probing >= 0) {
 		struct de__node *n = g->stack[--g->nstack];
+		uint64_t t0 = g->probing ? de__now_ns() : 0;
 
 		de__node_running(ctx, n);
 		(void)de__scan(ctx, n, ctx->caller_buf, 0);
+		if (g->probing)
+			probe(ctx, g, n, de__now_ns() - t0);
 		ctx->tick(ctx);
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
@@ -225,10 +276,17 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 		g->ents += n->nents;
 		g->blocks += dir_blocks(n);
 	}
-	if (g->nwin)
+	/* A window full, or a tree read whole, before the probe decided:
+	 * what was timed decides (nothing timed: fast, as before). */
+	if (g->probing > 0)
+		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
+	if (g->probing < 0) {
+		hand_over(ctx, g);
+	} else if (g->nwin) {
 		flush(ctx, g);
-	if (g->nstack)
-		return 1;
+		if (g->nstack)
+			return 1;
+	}
 	free(g->stack);
 	free(g->win);
 	g->stack = NULL;

@@ -285,6 +285,7 @@ static inline int de__fault(de_ctx *ctx, int op, const char *name)
 }
 
 uint64_t de__now_ms(void);
+uint64_t de__now_ns(void);
 
 /* Set by the calling thread, polled by workers without the lock. */
 static inline int de__cancelled(de_ctx *ctx)
@@ -329,18 +330,25 @@ void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);
 void de__node_keep(de_ctx *ctx, struct de__node *n);
 void de__files_run(de_ctx *ctx, struct de__node *n);
+void de__files_task(struct de__work *w, void *buf);
 
 /* global.c: the calling thread reads a window of the tree, then unlinks
  * its files in one inode order.  start takes the root (targets added),
  * each step does one window and returns 0 when the tree is done. */
+#define DE__PROBE_DIRS	8
 struct de__global {
 	struct de__node **stack, **win;
 	size_t nstack, stack_cap, nwin, win_cap;
 	size_t ents, blocks;		/* what the window holds */
 	size_t ents_max, dirs_max, blocks_max;
+	/* DE_SCHED_AUTO: 1 while timing the first directories' reads
+	 * (global.c probe), 0 when it stays, -1 to hand over to the pool. */
+	int probing;
+	unsigned nprobe;
+	uint64_t probe_ns[DE__PROBE_DIRS];
 };
 void de__global_start(de_ctx *ctx, struct de__global *g,
-		      struct de__node *root);
+		      struct de__node *root, int probe);
 int de__global_step(de_ctx *ctx, struct de__global *g);
 
 /*
@@ -370,6 +378,7 @@ int de__want_split(de_ctx *ctx, long fstype);
 unsigned de__p2_gate(de_ctx *ctx, long fstype);
 int de__p2_help(de_ctx *ctx, long fstype);
 int de__want_serial(de_ctx *ctx, long fstype);
+int de__slow_reads(const uint64_t *ns, unsigned n);
 unsigned de__threads_for(de_ctx *ctx, long fstype);
 unsigned de__ctx_grow(de_ctx *ctx, unsigned n);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);

@@ -213,6 +213,33 @@ int de__latency_bound(long fstype)
 }
 
 /*
+ * DE_SCHED_AUTO: whether the first directories read (n of them, each
+ * open and read taking ns[i]) came off a disk where requests are the
+ * cost, so that the global schedule pays (global.c).  Their median above
+ * 2 ms: a cold directory on a rotating disk takes 7-16 ms, on a volume
+ * capped at 400 operations a second 7.5 ms (three requests), on this
+ * project's virtio disk 0.2-0.8 ms, and from the cache 0.1 ms
+ * (docs/BENCHMARKS.md, "Slow disks").  Warm caches on a slow disk read
+ * fast and stay directory by directory.
+ */
+int de__slow_reads(const uint64_t *ns, unsigned n)
+{
+	uint64_t v[DE__PROBE_DIRS];
+	unsigned i, j;
+
+	if (!n || n > DE__PROBE_DIRS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		uint64_t x = ns[i];
+
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return v[n / 2] > 2000000u;
+}
+
+/*
  * Whether to split one huge directory's unlinks across workers.
  *
  * Only on tmpfs and ramfs (measured: docs/BENCHMARKS.md, "Engine

@@ -586,7 +586,7 @@ static void run_global(de_ctx *ctx, struct de__node *r)
 	struct de__global g;
 	int more;
 
-	de__global_start(ctx, &g, r);
+	de__global_start(ctx, &g, r, ctx->cfg.schedule == DE_SCHED_AUTO);
 	do {
 		more = de__global_step(ctx, &g);
 		pthread_mutex_lock(&ctx->mu);
@@ -708,7 +708,6 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 	ctx->serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
 		      ctx->hooks->dispose != NULL;
 	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
-	ctx->global = ctx->cfg.schedule == DE_SCHED_GLOBAL && !ctx->ordered;
 	ctx->limit_left = max_delete >= 0 ? max_delete : -1;
 	ctx->limit_hit = 0;
 	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
@@ -802,6 +801,13 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		ctx->serial = 1;
 		ctx->ordered = 1;
 	}
+	/* The global schedule (global.c) where it is asked for, or may pay:
+	 * never where the order must be canonical, and not by itself where
+	 * every request waits for a server (de__latency_bound). */
+	ctx->global = !ctx->ordered &&
+		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
+		 (ctx->cfg.schedule == DE_SCHED_AUTO &&
+		  !de__latency_bound(r->fstype)));
 	{
 		unsigned t = ctx->cfg.threads ? ctx->cfg.threads :
 			de__threads_for(ctx, r->fstype);

@@ -214,6 +214,15 @@ uint64_t de__subvol_id(int fd)
 	return 0;
 }
 
+/* The monotonic clock in nanoseconds. */
+uint64_t de__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* statfs f_type of the filesystem holding fd, 0 when unknown. */
 long de__fs_type(int fd)
 {

@@ -892,6 +892,20 @@ void de__files_run(de_ctx *ctx, struct de__node *n)
 }
 
 /*
+ * Phase 2 of a scanned node whose children are made and scheduled
+ * already (n->early), as a work item, bypassing the phase-2 gate: the
+ * global schedule hands its window to the pool this way (global.c).
+ */
+void de__files_task(struct de__work *w, void *buf)
+{
+	struct de__node *n = (void *)((char *)w -
+				      offsetof(struct de__node, work));
+
+	(void)buf;
+	de__phase2(n->ctx, n, 0);
+}
+
+/*
  * Phase 2 of a scanned node, on a worker (or inline): create and schedule
  * the children, unlink the non-directories (split across workers when the
  * directory is huge), then drop n's own reference.  pinned: n is pinned.

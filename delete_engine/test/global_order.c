@@ -16,6 +16,11 @@
  *     and an fd budget far below its depth.
  *   - runs that need the canonical order keep the per-directory
  *     schedule: a dry run removes nothing, and max_delete stops exactly.
+ *   - DE_SCHED_AUTO: with each directory read made 3 ms slow (the fault
+ *     hook sleeps), it stays global (one ascending run); with fast reads
+ *     it hands over to the pool after the probe, and the files go
+ *     directory by directory (many runs), the tree and a deep chain
+ *     removed all the same.
  * The unlink order is read through the fault hook (which sees every
  * unlinkat before it is made); file names are unique across the tree so
  * that a name tells the inode.
@@ -23,6 +28,7 @@
 #include "tutil.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #define NDIRS	24
 #define NFILES	20
@@ -31,10 +37,16 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char (*seen)[32];
 static size_t nseen, capseen;
 static int rmdirs_before_files;	/* an rmdir came before the last unlink of a file */
+static int slow_reads;		/* sleep 3 ms before each directory read */
 
 static int record(void *arg, int op, const char *name)
 {
 	(void)arg;
+	if (op == DE_OP_READ && slow_reads) {
+		struct timespec ts = { 0, 3000000 };
+
+		nanosleep(&ts, NULL);
+	}
 	pthread_mutex_lock(&mu);
 	if (op == DE_OP_UNLINK && name[0] == 'f' && nseen < capseen)
 		snprintf(seen[nseen++], sizeof(seen[0]), "%s", name);
@@ -104,12 +116,12 @@ static int shuffled_tree(int dfd)
 }
 
 /* Remove tree with the global schedule; returns de_remove's value. */
-static int remove_global(int dfd, const char *name, size_t win_ents,
-			 size_t win_blocks, unsigned flags, long long maxdel,
-			 struct t_reps *rs, struct de_summary *sum)
+static int remove_sched(int dfd, const char *name, unsigned sched,
+			size_t win_ents, size_t win_blocks, unsigned flags,
+			long long maxdel, struct t_reps *rs, struct de_summary *sum)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = maxdel,
-				 .schedule = DE_SCHED_GLOBAL, .flags = flags };
+				 .schedule = sched, .flags = flags };
 	struct de_target t = { .name = name };
 	struct de_hooks h = { .arg = rs, .report = rs ? t_collect : NULL };
 	de_ctx *ctx;
@@ -124,6 +136,9 @@ static int remove_global(int dfd, const char *name, size_t win_ents,
 	de_ctx_free(ctx);
 	return rc;
 }
+
+#define remove_global(dfd, name, ...) \
+	remove_sched(dfd, name, DE_SCHED_GLOBAL, __VA_ARGS__)
 
 /* The number of ascending runs in what was unlinked; 0 when an inode is
  * unknown. */
@@ -235,6 +250,27 @@ int test(int dfd)
 	lowered = 0;
 	CHECK(rc == 0);
 	CHECK(!t_exists(dfd, "chain"));
+	CHECK(sum.removed[DE_T_DIR] == 600 && sum.removed[DE_T_FILE] == 600);
+
+	/* AUTO: slow reads stay global, fast ones go to the pool. */
+	CHECK(shuffled_tree(dfd) == 0);
+	slow_reads = 1;
+	rc = remove_sched(dfd, "tree", DE_SCHED_AUTO, 0, 0, 0, -1, NULL, &sum);
+	slow_reads = 0;
+	CHECK(rc == 0 && !t_exists(dfd, "tree"));
+	CHECK(nseen == NDIRS * NFILES + 1 && runs() == 1);
+	CHECK(shuffled_tree(dfd) == 0);
+	rc = remove_sched(dfd, "tree", DE_SCHED_AUTO, 0, 0, 0, -1, NULL, &sum);
+	CHECK(rc == 0 && !t_exists(dfd, "tree"));
+	CHECK(nseen == NDIRS * NFILES + 1 && runs() > NDIRS / 4);
+	CHECK(sum.removed[DE_T_DIR] == NDIRS + 1);
+	CHECK(deep_chain(dfd, 600) == 0);
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	lowered = 1;
+	rc = remove_sched(dfd, "chain", DE_SCHED_AUTO, 0, 0, 0, -1, NULL, &sum);
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	lowered = 0;
+	CHECK(rc == 0 && !t_exists(dfd, "chain"));
 	CHECK(sum.removed[DE_T_DIR] == 600 && sum.removed[DE_T_FILE] == 600);
 
 	/* A mount point inside is kept, with what it holds (root). */

@@ -135,7 +135,8 @@ static void help(void)
 	       "  -o                    reports in rsync's canonical order\n"
 	       "  -w                    make own unwritable directories writable first\n"
 	       "  -S, -A, -a, -i, -I    the engine's measuring switches (tools/README)\n"
-	       "  -G                    the global schedule (one inode order per window)\n"
+	       "  -G, -D                the global schedule (one inode order per window),\n"
+	       "                          or directory by directory (default: auto)\n"
 	       "  --rate=N, --burst=N   removals a second, in bursts of N\n"
 #endif
 	       "      --help            display this help and exit\n"
@@ -169,7 +170,7 @@ static const struct option longopts[] = {
 };
 
 #ifdef DE_RM_MEASURE
-#define SHORTOPTS "frRvj:noxwSAaiIG"
+#define SHORTOPTS "frRvj:noxwSAaiIGD"
 #else
 #define SHORTOPTS "frRviI"
 #endif
@@ -334,6 +335,7 @@ int main(int argc, char **argv)
 		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'G': cfg.schedule = DE_SCHED_GLOBAL; break;
+		case 'D': cfg.schedule = DE_SCHED_DIRS; break;
 		case OPT_RATE: cfg.rate = (unsigned)atoi(optarg); break;
 		case OPT_BURST: cfg.rate_burst = (unsigned)atoi(optarg); break;
 #else
