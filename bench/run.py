@@ -3,7 +3,7 @@
 
 Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,xfs-lb256k,btrfs,tmpfs]
                     [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small,
-                                 sshfs,sshfs-flat,iops,snapshot-expiry]
+                                 sshfs,sshfs-flat,slowdisk,snapshot-expiry]
                     [--cache cold,warm] [--peers NAME,...] [--peer NAME=CMD]
                     [--throttle wbps=20M,wiops=200] [--dir DIR]
                     [--json FILE] [--out FILE]
@@ -40,12 +40,14 @@ Scenarios, full size [--size mid] [--quick]:
           fresh mount; also reports the CPU of sshfs and its ssh client,
           and of sshd and sftp-server: 20 x 500        [same] [same]
   sshfs-flat  the same, 10,000 files in one directory  [same] [same]
-  iops    issue 18: a loop device throttled to 400 read and 400 write
-          IOPS (--throttle), cold cache, a byte-identical image per run;
-          200 x 500 files created in a shuffled order, 100,000 in one
-          directory likewise, a cp -al copy of the first, and 200 x 500 in
-          order [same] [40 x 500, 20,000]; reports delete + sync seconds
-          and the device's sectors read and written
+  slowdisk  the disk model (bench/slowdisk): each peer deletes a copy of
+          one image through a fresh hdd or cloud model, delete + sync -f
+          timed; 100 x 400 files created in a shuffled order (and its
+          cp -al copy, one flat directory of 40,000, 100 x 400 in order)
+          on ext4 with a 4 MiB journal, and the shuffled tree on ext4's
+          own journal and on xfs; reports the model's requests, bytes
+          and seeks.  Whole cells run once, whatever --fs and --cache
+          say                               [same] [hdd, shuffled, 50 x 400]
   snapshot-expiry  rsnapshot's expiry: a tree and its `cp -al` copy,
           made afresh for every run; rsync-rm -rf and rm -rf remove the
           copy: 300 x 1,000                [200 x 500] [100 x 200]
@@ -98,7 +100,7 @@ SIZES = {
         'sync': ['wide', '40', '500'], 'ssh': ['wide', '20', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'iops': ['(IOPS_TREES)'],
+        'slowdisk': ['(SLOWDISK_CELLS)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
         'snapshot-expiry': ['wide', '100', '200'],
     },
@@ -112,7 +114,7 @@ SIZES = {
         'sync': ['wide', '100', '1000'], 'ssh': ['wide', '100', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'iops': ['(IOPS_TREES)'],
+        'slowdisk': ['(SLOWDISK_CELLS)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
         'snapshot-expiry': ['wide', '200', '500'],
     },
@@ -124,7 +126,7 @@ SIZES = {
         'sync': ['wide', '1000', '1000'], 'ssh': ['wide', '100', '1000'],
         'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
         'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'iops': ['(IOPS_TREES)'],
+        'slowdisk': ['(SLOWDISK_CELLS)'],
         'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
         'snapshot-expiry': ['wide', '300', '1000'],
     },
@@ -1222,23 +1224,26 @@ def plot_polite(plots, stem, names, lines, stops, alone):
                       [('adaptive', st['rows'])], mark=st['stopped'])
 
 
-# ---- The iops scenario (issue 18) ---------------------------------------
+# ---- The slowdisk scenario (issue 35) -------------------------------------
 
-# Trees: name -> (mktree arguments, snapshot).  A snapshot tree is copied
-# with cp -al and the copy deleted: rsnapshot's and --link-dest's pruning,
-# where every unlink only drops a link count.
-IOPS_TREES = {
-    'quick': {'shuffled': (['-s', 'wide', '40', '500'], False),
-              'shuffled-flat': (['-s', 'flat', '20000'], False),
-              'snapshot': (['-s', 'wide', '40', '500'], True),
-              'in-order': (['wide', '40', '500'], False)},
-    'full': {'shuffled': (['-s', 'wide', '200', '500'], False),
-             'shuffled-flat': (['-s', 'flat', '100000'], False),
-             'snapshot': (['-s', 'wide', '200', '500'], True),
-             'in-order': (['wide', '200', '500'], False)},
+# Cells: (model, fs, tree, dirs, files); bench/slowdisk/bench.py runs each.
+SLOWDISK_CELLS = {
+    'quick': [('hdd', 'ext4-j4', 'shuffled', 50, 400)],
+    'full': [(m, 'ext4-j4', t, 100, 400) for m in ('hdd', 'cloud')
+             for t in ('shuffled', 'snapshot', 'flat', 'in-order')]
+    + [(m, fs, 'shuffled', 100, 400) for m in ('hdd', 'cloud') for fs in ('ext4', 'xfs')],
 }
-IOPS_PEERS = ['rsync-de --delete-only', 'stock -a --delete', 'rm -rf', 'find -delete']
-IOPS_THROTTLE = 'riops=400,wiops=400'
+SLOWDISK_PEERS = ['rsync-de', 'stock', 'rm', 'find']
+
+
+def slowdisk_bench():
+    """bench/slowdisk/bench.py as a module."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'slowdisk_bench', os.path.join(BENCH, 'slowdisk', 'bench.py'))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def loop_stat(dev):
@@ -1247,103 +1252,6 @@ def loop_stat(dev):
     name = os.path.basename(os.path.realpath(f'/sys/dev/block/{dev}'))
     f = open(f'/sys/block/{name}/stat').read().split()
     return int(f[2]), int(f[6]), int(f[4])
-
-
-def iops_scenario(fs, base, trees, peers, vals, runs, spec, img_size, out=print):
-    """Each peer deletes a byte-identical copy of one image per tree, on a
-    loop device throttled to spec (cgroup v1 blkio in the root group, so
-    the journal's and flusher's writes count too), from a cold cache.
-    Timed: the delete and a sync -f of the filesystem after it.  Also the
-    sectors the device read and wrote meanwhile (machine-independent).
-    Rounds alternate the peers; no warm-up round, since every run starts
-    from the same image and a dropped cache.  Returns records for --json."""
-    names = [n for n, _ in peers]
-    tmpl = dict(peers)
-    recs = []
-    for tree, (args, snapshot) in trees.items():
-        tpl = Mount(fs, base, img_size)
-        try:
-            work = os.path.join(tpl.path, 'w')
-            os.mkdir(work)
-            os.mkdir(os.path.join(tpl.path, 'empty'))
-            make_tree(args, os.path.join(work, 'src' if snapshot else 't'))
-            if snapshot:
-                sh(['cp', '-al', os.path.join(work, 'src'), os.path.join(work, 't')],
-                   check=True)
-            img = tpl.img
-            tpl.img = None		# keep the image: close() only unmounts
-            tpl.close()
-        except BaseException:
-            tpl.close()
-            raise
-        on_exit(lambda p=img: os.path.exists(p) and os.unlink(p))
-        cell = {n: {'times': [], 'sync': [], 'read': [], 'written': [], 'failed': None}
-                for n in names}
-        for rnd in range(runs):
-            for n in (names if rnd % 2 == 0 else list(reversed(names))):
-                if cell[n]['failed']:
-                    continue
-                run = tempfile.mkdtemp(prefix='rsyncde-iops-', dir=base)
-                runimg = run + '.img'
-                sh(['cp', '--sparse=always', img, runimg], check=True)
-                try:
-                    sh(['mount', '-o', 'loop', runimg, run], check=True)
-                    dev = f'{os.major(os.stat(run).st_dev)}:{os.minor(os.stat(run).st_dev)}'
-                    target = os.path.join(run, 'w', 't')
-                    drop_caches(run)
-                    thr = Throttle(spec, dev)
-                    thr.on()
-                    try:
-                        r0, w0, _ = loop_stat(dev)
-                        argv = fill(tmpl[n], dict(vals, target=target,
-                                                  empty=os.path.join(run, 'empty')))
-                        t = time.monotonic()
-                        secs, rc, err, kib, cpu = timed(argv, os.path.join(base, 'rss.out'))
-                        t_sync = time.monotonic()
-                        sync_fs(run)
-                        secs, tail = time.monotonic() - t, time.monotonic() - t_sync
-                        r1, w1, _ = loop_stat(dev)
-                    finally:
-                        thr.off()
-                    left = count_entries(target)
-                    if rc or left:
-                        cell[n]['failed'] = f'exit {rc}, {left} left: {err}'
-                        log(f'{fs} iops {tree}: {n} FAILED: {cell[n]["failed"]}')
-                    else:
-                        cell[n]['times'].append(secs)
-                        cell[n]['sync'].append(tail)
-                        cell[n]['read'].append(r1 - r0)
-                        cell[n]['written'].append(w1 - w0)
-                    log(f'{fs} iops {tree} round {rnd}: {n}: {secs:.1f} s (sync {tail:.1f} s), '
-                        f'{(w1 - w0) / 1000:.0f}k sectors written, {(r1 - r0) / 1000:.0f}k read')
-                finally:
-                    unmount(run)
-                    os.rmdir(run)
-                    os.unlink(runimg)
-        os.unlink(img)
-        print_iops(out, f'{fs}, iops {tree} ({" ".join(args)}'
-                   + (', a cp -al copy' if snapshot else '') + f'), {spec}, cold cache',
-                   names, cell)
-        recs.append(dict(tree=tree, spec=args, snapshot=snapshot, throttle=spec, rows=cell))
-    return recs
-
-
-def print_iops(out, title, names, cell):
-    out(f'\n## {title}\n')
-    out('| peer | median s (delete + sync) | min-max s | of which sync s | vs rm -rf '
-        '| vs stock -a --delete | sectors written | sectors read |')
-    out('| --- | --- | --- | --- | --- | --- | --- | --- |')
-    med = {n: median(cell[n]['times']) for n in names if not cell[n]['failed']}
-    for n in names:
-        c = cell[n]
-        if c['failed']:
-            out(f'| {n} | failed: {c["failed"]} | | | | | | |')
-            continue
-        rel = [f'{med[n] / med[b]:.2f}' if med.get(b) else '-'
-               for b in ('rm -rf', 'stock -a --delete')]
-        sync = f'{median(c["sync"]):.1f}' if c.get('sync') else '-'
-        out(f'| {n} | {med[n]:.1f} | {min(c["times"]):.1f}-{max(c["times"]):.1f} | {sync} | {rel[0]} '
-            f'| {rel[1]} | {median(c["written"]) / 1000:.0f}k | {median(c["read"]) / 1000:.0f}k |')
 
 
 def print_dd(out, title, names, rec):
@@ -1530,10 +1438,12 @@ def summarize(records, out):
             f'| {q(de, st, lim if r["scenario"] == "sshfs" else None)} | {q(de, fd)} '
             f'| {f(rm, "rm -rf")} | {f(st, "stock -a --delete")} | {f(fd, "find -delete")} '
             f'| {cpu} |')
-    for r in (r for r in records if r['kind'] == 'iops'):
-        print_iops(out, f'Summary: {r["fs"]}, iops {r["tree"]} ({" ".join(r["spec"])}'
-                   + (', a cp -al copy' if r['snapshot'] else '') + f'), {r["throttle"]}',
-                   list(r['rows']), r['rows'])
+    sd = [r for r in records if r['kind'] == 'slowdisk']
+    if sd:
+        mod = slowdisk_bench()
+        for r in sd:
+            out(f'\n## Summary: slowdisk {r["title"]}\n')
+            out(mod.table(r['rows'], list(r['rows'])))
     for r in (r for r in records if r['kind'] == 'polite'):
         print_polite(out, f'Summary: {r["fs"]}, {" ".join(r["spec"])}, {r["throttle"]}',
                      list(r['rows']['writer']), r['rows'])
@@ -1586,9 +1496,6 @@ def main():
                     help='polite scenario: write PNG timelines here')
     ap.add_argument('--throttle', default=None, metavar='wbps=20M,wiops=200',
                     help='limit the loop device while dd runs')
-    ap.add_argument('--iops-trees', default=None, metavar='NAME,...',
-                    help='iops scenario: only these trees (shuffled, shuffled-flat, '
-                    'snapshot, in-order)')
     ap.add_argument('--tree', action='append', default=[], metavar='SCENARIO=ARGS',
                     help='other mktree arguments for a scenario, e.g. "flat=flat 200000"')
     ap.add_argument('--img-size', default='16G', help='loop image / tmpfs size')
@@ -1692,6 +1599,17 @@ def main():
     out(f'{a.runs} counted runs per cell after one warm-up round, peers alternated, '
         f'fresh tree per run. Ratios are of medians; < 1 means faster than the peer named.')
     out(f'Command: bench/run.py {" ".join(shlex.quote(x) for x in sys.argv[1:])}')
+    if 'slowdisk' in scenarios:
+        mod = slowdisk_bench()
+        names = [n for n in SLOWDISK_PEERS if not want or n in want]
+        for model, fs, tree, dirs, files in SLOWDISK_CELLS['quick' if mode == 'quick' else 'full']:
+            rows, text = mod.run_cell(model, [], fs, tree, dirs, files, '2G', names, a.runs,
+                                      log=log)
+            out(text)
+            record(dict(date=time.strftime('%Y-%m-%d %H:%M'), kind='slowdisk',
+                        title=text.split('\n')[1].lstrip('# '), model=model, fs=fs,
+                        tree=tree, dirs=dirs, files=files, runs=a.runs, rows=rows))
+        scenarios = [s for s in scenarios if s != 'slowdisk']
     mounts = []
     for fs in fss:
         m = Mount(fs, base, a.img_size)
@@ -1708,20 +1626,6 @@ def main():
                     title = f'{fs}, {sc} ({" ".join(spec)}), {cache} cache'
                     now = dict(date=time.strftime('%Y-%m-%d %H:%M'), fs=fs, cache=cache,
                                scenario=sc, spec=spec, runs=a.runs, mount=m.mount_line())
-                    if sc == 'iops':
-                        if cache != a.cache.split(',')[0]:
-                            continue	# always cold: each run drops the cache
-                        iops_peers = [(n, t) for n, t in delete_peers
-                                      if n in IOPS_PEERS or n in dict(extra)]
-                        spec = a.throttle or IOPS_THROTTLE
-                        trees = IOPS_TREES['quick' if mode == 'quick' else 'full']
-                        if a.iops_trees:
-                            trees = {t: trees[t] for t in a.iops_trees.split(',')}
-                        for rec in iops_scenario(fs, base, trees,
-                                                 iops_peers, vals, a.runs, spec, a.img_size,
-                                                 out):
-                            record(dict(now, kind='iops', **rec))
-                        continue
                     if sc == 'polite':
                         thr = Throttle(a.throttle, m.device()) if a.throttle and m.device() \
                             else None

@@ -17,9 +17,11 @@ counters give the requests and bytes read and written, and its seeks.
 Rounds alternate the peers' order.  Root only.
 
 The peers (--peers):
-  rsync-de      ./rsync -r --delete-only empty/ t/  (today's schedule)
-  de-global     delete_engine/tools/de-rm -G -rf t  (the engine's global
-                schedule, DE_SCHED_GLOBAL: nothing selects it in rsync yet)
+  rsync-de      ./rsync -r --delete-only empty/ t/  (its schedule: auto)
+  rsync-de-dirs the same with --delete-schedule=dirs (directory by
+                directory, as before the global schedule)
+  de-global     delete_engine/tools/de-rm -G -rf t  (the engine alone,
+                its global schedule forced)
   stock         ./rsync-stock -r --delete empty/ t/
   rm            rm -rf t
   find          find t -delete
@@ -44,11 +46,17 @@ FS = {
     # ext4 with a journal smaller than the tree's metadata (4 MiB), as a
     # tree of millions of files has under the default 1 GiB journal.
     'ext4-j4': ['mkfs.ext4', '-q', '-F', '-J', 'size=4'],
+    'ext4-j8': ['mkfs.ext4', '-q', '-F', '-J', 'size=8'],
+    'ext4-j16': ['mkfs.ext4', '-q', '-F', '-J', 'size=16'],
+    'ext4-j64': ['mkfs.ext4', '-q', '-F', '-J', 'size=64'],
+    # mkfs.ext4's own choice: 64 MiB on the 2 GiB image
     'ext4': ['mkfs.ext4', '-q', '-F'],
     'xfs': ['mkfs.xfs', '-q', '-f'],
 }
 PEERS = {
     'rsync-de': [str(TOP / 'rsync'), '-r', '--delete-only', '{empty}/', '{t}/'],
+    'rsync-de-dirs': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=dirs',
+                      '{empty}/', '{t}/'],
     'de-global': [str(TOP / 'delete_engine/tools/de-rm'), '-G', '-rf', '{t}'],
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
     'rm': ['rm', '-rf', '{t}'],
@@ -129,6 +137,42 @@ def table(cell, names):
     return '\n'.join(lines)
 
 
+def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=None,
+             log=lambda line: print(line, file=sys.stderr, flush=True)):
+    """One cell: the tree made once, each peer deleting a copy of it
+    `runs` times, alternated.  Returns (records, a markdown section)."""
+    for n in names:
+        if n not in PEERS:
+            raise SystemExit(f'unknown peer {n}; known: {", ".join(PEERS)}')
+    subprocess.run(['make', '-s', '-C', str(TOP / 'bench'), 'mktree'], check=True)
+    nbytes = int(size[:-1]) << {'M': 20, 'G': 30}[size[-1]]
+    work = tempfile.mkdtemp(prefix='slowdisk-bench-', dir='/var/tmp')
+    img = os.path.join(work, 'tree.img')
+    cell = {n: [] for n in names}
+    title = (f'{" ".join([model] + opts)}, {fs}, {tree} {dirs} x {files}'
+             f' ({runs} rounds, peers alternated)')
+    try:
+        make_image(img, fs, tree, dirs, files, nbytes)
+        for rnd in range(runs):
+            for n in (names if rnd % 2 == 0 else list(reversed(names))):
+                r = one_run(img, model, n, opts)
+                r.update(round=rnd, model=model, model_opts=opts, fs=fs, tree=tree,
+                         dirs=dirs, files=files)
+                log(f'{title}: round {rnd} {n}: {r["secs"]:.1f} s (sync {r["sync"]:.1f}), '
+                    f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks')
+                if r['rc'] or r['left']:
+                    raise SystemExit(f'{n} failed: exit {r["rc"]}, {r["left"]} left: {r["err"]}')
+                cell[n].append(r)
+                if json_path:
+                    with open(json_path, 'a') as fh:
+                        fh.write(json.dumps(r) + '\n')
+    finally:
+        if os.path.exists(img):
+            os.unlink(img)
+        os.rmdir(work)
+    return cell, f'\n### {title}\n\n' + table(cell, names) + '\n'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--model', default='hdd', choices=['hdd', 'cloud'])
@@ -138,46 +182,15 @@ def main():
     ap.add_argument('--dirs', type=int, default=100)
     ap.add_argument('--files', type=int, default=400)
     ap.add_argument('--size', default='2G')
-    ap.add_argument('--peers', default='de-global,rsync-de,rm,stock')
+    ap.add_argument('--peers', default='rsync-de,rm,stock,find')
     ap.add_argument('--runs', type=int, default=3)
     ap.add_argument('--json', default=None)
     ap.add_argument('--out', default=None)
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit('bench/slowdisk/bench.py: root only (loop devices, mounts)')
-    names = a.peers.split(',')
-    for n in names:
-        if n not in PEERS:
-            sys.exit(f'unknown peer {n}; known: {", ".join(PEERS)}')
-    subprocess.run(['make', '-s', '-C', str(TOP / 'bench'), 'mktree'], check=True)
-    opts = [o for o in a.model_opts.split(',') if o]
-    size = int(a.size[:-1]) << {'M': 20, 'G': 30}[a.size[-1]]
-    work = tempfile.mkdtemp(prefix='slowdisk-bench-', dir='/var/tmp')
-    img = os.path.join(work, 'tree.img')
-    cell = {n: [] for n in names}
-    title = (f'{" ".join([a.model] + opts)}, {a.fs}, {a.tree} {a.dirs} x {a.files}'
-             f' ({a.runs} rounds, peers alternated)')
-    try:
-        make_image(img, a.fs, a.tree, a.dirs, a.files, size)
-        for rnd in range(a.runs):
-            for n in (names if rnd % 2 == 0 else list(reversed(names))):
-                r = one_run(img, a.model, n, opts)
-                r.update(round=rnd, model=a.model, model_opts=opts, fs=a.fs, tree=a.tree,
-                         dirs=a.dirs, files=a.files)
-                print(f'{title}: round {rnd} {n}: {r["secs"]:.1f} s (sync {r["sync"]:.1f}), '
-                      f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks',
-                      file=sys.stderr, flush=True)
-                if r['rc'] or r['left']:
-                    sys.exit(f'{n} failed: exit {r["rc"]}, {r["left"]} left: {r["err"]}')
-                cell[n].append(r)
-                if a.json:
-                    with open(a.json, 'a') as fh:
-                        fh.write(json.dumps(r) + '\n')
-    finally:
-        if os.path.exists(img):
-            os.unlink(img)
-        os.rmdir(work)
-    text = f'\n### {title}\n\n' + table(cell, names) + '\n'
+    _, text = run_cell(a.model, [o for o in a.model_opts.split(',') if o], a.fs, a.tree,
+                       a.dirs, a.files, a.size, a.peers.split(','), a.runs, a.json)
     print(text)
     if a.out:
         with open(a.out, 'a') as fh:
