@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh: make sure the Debian packages a step needs are installed.
 #
-# Usage: rsync-src/deps.sh build|check|bench|deb|fresh ...
+# Usage: rsync-src/deps.sh build|check|bench|deb|demo|fresh ...
 #
 # Each group lists the packages one make step needs.  As root on Debian or
 # Ubuntu the missing ones are installed with apt-get; otherwise the exact
@@ -27,6 +27,8 @@ pkgs_check="acl attr openssh-server openssh-client rsync e2fsprogs xfsprogs
 	openssh-sftp-server strace libfuse3-dev pkg-config rsnapshot"
 pkgs_bench="e2fsprogs xfsprogs btrfs-progs util-linux mount procps time rsync python3-matplotlib
 	openssh-server openssh-client sshfs fuse3 openssh-sftp-server libfuse3-dev pkg-config"
+# make demo's slow-disk part: the disk model (FUSE) under a loop ext4.
+pkgs_demo="libfuse3-dev pkg-config fuse3 e2fsprogs util-linux mount"
 # make deb builds with debhelper; check-deb runs lintian and man.
 pkgs_deb="debhelper dpkg-dev lintian man-db"
 # make check-fresh builds a minimal Debian root to run the README in.
