@@ -235,10 +235,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 }
 
 /* Time one scan for the probe; decide once there are enough. */
-static void probe(de_ctx *ctx, struct de__global *g, struct de__node *n,
-		  uint64_t ns)
+static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
 {
-	(void)ctx;
 	if (n->skip_scan || n->nents > PROBE_ENTS_MAX)
 		return;
 	g->probe_ns[g->nprobe++] = ns;
@@ -260,7 +258,7 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 		de__node_running(ctx, n);
 		(void)de__scan(ctx, n, ctx->caller_buf, 0);
 		if (g->probing)
-			probe(ctx, g, n, de__now_ns() - t0);
+			probe(g, n, de__now_ns() - t0);
 		ctx->tick(ctx);
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
