@@ -20,8 +20,11 @@ The peers (--peers):
   rsync-de      ./rsync -r --delete-only empty/ t/  (its schedule: auto)
   rsync-de-dirs the same with --delete-schedule=dirs (directory by
                 directory, as before the global schedule)
+  rsync-de-global  the same with --delete-schedule=global
   de-global     delete_engine/tools/de-rm -G -rf t  (the engine alone,
                 its global schedule forced)
+  de-global-wN  the same with windows of at most N directory blocks
+                (de-rm -W N; the default is half a journal transaction)
   stock         ./rsync-stock -r --delete empty/ t/
   rm            rm -rf t
   find          find t -delete
@@ -57,11 +60,20 @@ PEERS = {
     'rsync-de': [str(TOP / 'rsync'), '-r', '--delete-only', '{empty}/', '{t}/'],
     'rsync-de-dirs': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=dirs',
                       '{empty}/', '{t}/'],
+    'rsync-de-global': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=global',
+                        '{empty}/', '{t}/'],
     'de-global': [str(TOP / 'delete_engine/tools/de-rm'), '-G', '-rf', '{t}'],
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
     'rm': ['rm', '-rf', '{t}'],
     'find': ['find', '{t}', '-delete'],
 }
+
+
+def peer_argv(name):
+    """PEERS[name], or de-rm -G -W N for de-global-wN."""
+    if name.startswith('de-global-w') and name[11:].isdigit():
+        return PEERS['de-global'][:2] + ['-W', name[11:]] + PEERS['de-global'][2:]
+    return PEERS[name]
 
 
 def sh(argv, **kw):
@@ -101,7 +113,7 @@ def one_run(img, model, peer, opts):
             sh(['mount', disk.dev, mnt])
             try:
                 t = Path(mnt) / 'w' / 't'
-                argv = [a.format(t=t, empty=Path(mnt) / 'w' / 'empty') for a in PEERS[peer]]
+                argv = [a.format(t=t, empty=Path(mnt) / 'w' / 'empty') for a in peer_argv(peer)]
                 disk.reset()
                 t0 = time.monotonic()
                 p = subprocess.run(argv, capture_output=True, text=True)
@@ -142,7 +154,7 @@ def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=No
     """One cell: the tree made once, each peer deleting a copy of it
     `runs` times, alternated.  Returns (records, a markdown section)."""
     for n in names:
-        if n not in PEERS:
+        if n not in PEERS and not n.startswith('de-global-w'):
             raise SystemExit(f'unknown peer {n}; known: {", ".join(PEERS)}')
     subprocess.run(['make', '-s', '-C', str(TOP / 'bench'), 'mktree'], check=True)
     nbytes = int(size[:-1]) << {'M': 20, 'G': 30}[size[-1]]

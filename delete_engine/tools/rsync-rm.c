@@ -137,6 +137,7 @@ static void help(void)
 	       "  -S, -A, -a, -i, -I    the engine's measuring switches (tools/README)\n"
 	       "  -G, -D                the global schedule (one inode order per window),\n"
 	       "                          or directory by directory (default: auto)\n"
+	       "  -W N                  global windows of at most N directory blocks\n"
 	       "  --rate=N, --burst=N   removals a second, in bursts of N\n"
 #endif
 	       "      --help            display this help and exit\n"
@@ -170,7 +171,7 @@ static const struct option longopts[] = {
 };
 
 #ifdef DE_RM_MEASURE
-#define SHORTOPTS "frRvj:noxwSAaiIGD"
+#define SHORTOPTS "frRvj:noxwSAaiIGDW:"
 #else
 #define SHORTOPTS "frRviI"
 #endif
@@ -303,6 +304,9 @@ int main(int argc, char **argv)
 	struct out o = { 0 };
 	const char *env = getenv("RSYNC_RM_POLITE");
 	int recursive = 0, force = 0, polite = env && *env && strcmp(env, "0");
+#ifdef DE_RM_MEASURE
+	size_t win_blocks = 0;
+#endif
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 
@@ -336,6 +340,7 @@ int main(int argc, char **argv)
 		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'G': cfg.schedule = DE_SCHED_GLOBAL; break;
 		case 'D': cfg.schedule = DE_SCHED_DIRS; break;
+		case 'W': win_blocks = (size_t)atol(optarg); break;
 		case OPT_RATE: cfg.rate = (unsigned)atoi(optarg); break;
 		case OPT_BURST: cfg.rate_burst = (unsigned)atoi(optarg); break;
 #else
@@ -371,6 +376,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", de_strerror(rc));
 		return 1;
 	}
+#ifdef DE_RM_MEASURE
+	de_test_global_window(ctx, 0, win_blocks);
+#endif
 	for (i = optind; i < argc; i++)
 		status |= remove_one(ctx, argv[i], recursive, force, &o);
 	de_ctx_free(ctx);
