@@ -11,7 +11,8 @@
  *   - symlinks to a directory outside and a dangling one are removed as
  *     links (the outside stays); a fifo is removed.
  *   - a tmpfs mounted inside is kept (DE_R_MOUNT) with what it holds, its
- *     parents reported not empty (root; skipped otherwise).
+ *     parents reported not empty, and with DE_F_ONE_FILE_SYSTEM as
+ *     another file system's (DE_R_OTHER_FS) (root; skipped otherwise).
  *   - a chain 600 directories deep goes, with windows of 8 directories
  *     and an fd budget far below its depth.
  *   - runs that need the canonical order keep the per-directory
@@ -289,6 +290,14 @@ int test(int dfd)
 	r = t_find(&rs, "tree/a");
 	CHECK(r && r->result == DE_R_NOT_EMPTY);
 	CHECK(!t_exists(dfd, "tree/a/f") && !t_exists(dfd, "tree/b"));
+	/* With one_fs it is another file system's, and kept as such. */
+	t_reps_free(&rs);
+	CHECK(t_paths(dfd, "tree/b/g", NULL) == 0);
+	rc = remove_global(dfd, "tree", 0, 0, DE_F_ONE_FILE_SYSTEM, -1, &rs, &sum);
+	CHECK(rc == 0);
+	r = t_find(&rs, "tree/a/mnt");
+	CHECK(r && r->result == DE_R_OTHER_FS);
+	CHECK(t_exists(m, "keep") && !t_exists(dfd, "tree/b"));
 	ret = T_PASS;
 out:
 	if (lowered)
