@@ -137,9 +137,8 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	struct gent *v = NULL;
 	size_t nv = 0, i, k;
 
-	if (g->ents) {
+	if (g->ents)
 		v = malloc(g->ents * sizeof(*v));
-	}
 	for (k = 0; v && k < g->nwin; k++) {
 		struct de__node *n = g->win[k];
 
