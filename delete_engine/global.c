@@ -41,6 +41,9 @@
 /* Entries one window sorts: 24 bytes each, 12 MiB. */
 #define WIN_ENTS	(1u << 19)
 
+/* A listing this long makes a scan's time the CPU's, not the disk's. */
+#define PROBE_ENTS_MAX	4096
+
 struct gent {
 	uint64_t ino;
 	struct de__node *n;
@@ -208,9 +211,6 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 		g->ents = root->nents;
 }
 
-/* A listing this long makes a scan's time the CPU's, not the disk's. */
-#define PROBE_ENTS_MAX	4096
-
 /*
  * The reads were fast: hand the window and the unread rest of the tree
  * to the pool.  The window's nodes have their children made; those and
@@ -219,27 +219,32 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
  */
 static void hand_over(de_ctx *ctx, struct de__global *g)
 {
+	struct de__node *mine = NULL;
 	size_t k;
 
+	/*
+	 * A huge directory read last is this thread's to unlink, as a
+	 * directory task the calling thread runs (tree.c de__task): its
+	 * listing is still in this CPU's cache.  A worker taking one
+	 * 100,000-file directory made it 4% slower (docs/BENCHMARKS.md,
+	 * "Slow disks").  Smaller ones go to the pool like the rest.
+	 */
+	if (g->nwin && g->win[g->nwin - 1]->nents > PROBE_ENTS_MAX)
+		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		de__schedule(ctx, g->stack[k]);
 	for (k = 0; k < g->nwin; k++) {
 		struct de__node *n = g->win[k];
 
 		n->early = 1;
-		if (k + 1 == g->nwin)
-			break;
 		n->work.fn = de__files_task;
 		de__pool_submit(&ctx->pool, &n->work, 0);
 	}
-	/* The last one read is this thread's to unlink, as a directory task
-	 * the calling thread runs (tree.c de__task): its listing is still in
-	 * this CPU's cache.  A worker taking one huge directory the probe
-	 * read made a 100,000-file directory 4% slower (docs/BENCHMARKS.md,
-	 * "Slow disks"). */
-	if (g->nwin)
-		de__phase2(ctx, g->win[g->nwin - 1], 0);
 	g->nstack = g->nwin = 0;
+	if (mine) {
+		mine->early = 1;
+		de__phase2(ctx, mine, 0);
+	}
 }
 
 /* Time one scan for the probe; decide once there are enough. */
