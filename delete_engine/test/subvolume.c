@@ -39,7 +39,7 @@ int test(int dfd)
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	struct t_rep *r;
-	char bind[sizeof t_mnt + 16], src[sizeof t_mnt + 16];
+	char bind[sizeof t_mnt + 16];
 	int ret = T_FAIL, wd = -1, rc, bound = 0;
 
 	(void)dfd;	/* the trees go on the btrfs, in the temp dir's mnt */
@@ -60,6 +60,8 @@ int test(int dfd)
 	ret = T_PASS;
 	goto out;
 #else
+	char src[sizeof t_mnt + 16];
+
 	CHECK(rc == 0);
 	CHECK(!t_exists(wd, "t"));
 	CHECK(sum.failed == 0 && sum.not_empty == 0 && sum.mounts == 0);
