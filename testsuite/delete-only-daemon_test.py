@@ -25,6 +25,11 @@ stock = require_stock()
 fork = RSYNC.split()
 src, expected = delete_only_fixture(SCRATCHDIR / 'w', fork)
 
+# As root the daemons keep root's ids, to write into root's scratch
+# directories; a user's daemon cannot set any (setgroups fails) and
+# runs as that user.
+ids = 'uid = 0\ngid = 0\n' if os.getuid() == 0 else ''
+
 daemons = [('rsync-de', ' '.join(fork)), ('stock', stock)]
 if os.access('/usr/bin/rsync', os.X_OK):
     daemons.append(('debian', '/usr/bin/rsync'))
@@ -42,9 +47,7 @@ use chroot = no
 hosts allow = 127.0.0.1
 log file = {log}
 transfer logging = yes
-uid = 0
-gid = 0
-
+{ids}
 [src]
 \tpath = {src}
 \tread only = yes
