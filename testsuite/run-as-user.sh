@@ -51,6 +51,11 @@ mkdir "$work/bin"
 cp -p "$rsync_bin" "$work/bin/rsync"
 chmod 755 "$work"
 
+# The suite runs with the system PATH, sbin included, for root and user
+# alike: daemon-chroot-acl runs chroot by name, which a Debian user's
+# PATH does not reach.
+syspath=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+
 if [ "$(id -u)" = 0 ]; then
 	user=rsyncde-u$$
 	useradd --no-create-home --home-dir "$work" --shell /bin/sh \
@@ -59,10 +64,9 @@ if [ "$(id -u)" = 0 ]; then
 	# root's PATH may name directories the user cannot search (a
 	# pyenv under /root): the system PATH instead.
 	run() { setpriv --reuid="$user" --regid="$user" --init-groups \
-		env HOME="$work" USER="$user" LOGNAME="$user" \
-		PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin "$@"; }
+		env HOME="$work" USER="$user" LOGNAME="$user" PATH="$syspath" "$@"; }
 else
-	run() { "$@"; }
+	run() { env PATH="$syspath" "$@"; }
 fi
 
 cd "$work/tree"
