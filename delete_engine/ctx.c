@@ -83,9 +83,13 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 		free(ctx);
 		return -ENOMEM;
 	}
+	if (de__pace_init(ctx)) {
+		free(ctx->caller_buf);
+		free(ctx);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&ctx->mu, NULL);
 	pthread_cond_init(&ctx->cv, NULL);
-	de__pace_init(ctx);
 	ctx->pid = getpid();
 	*out = ctx;
 	return 0;

@@ -170,6 +170,8 @@ struct de__chunk {
 
 /* ---- ctx.c -------------------------------------------------------------- */
 
+struct de__pacer;			/* pace.c's own */
+
 struct de_ctx {
 	struct de_config cfg;
 	de_fault_fn fault;		/* delete_engine_test.h; NULL */
@@ -237,27 +239,7 @@ struct de_ctx {
 	 * it moves pbuf_node to the parent first (run.c free_node). */
 	const struct de__node *pbuf_node;
 
-	/* pace.c: the rate limit (pace_mu guards the pace_* fields;
-	 * pace_gap_ns and pace_free_ns are also read without it). */
-	pthread_mutex_t pace_mu;
-	uint64_t pace_next_ns;
-	uint64_t pace_gap_ns;			/* 0: no limit */
-	unsigned pace_burst;			/* removals per slot at it */
-	uint64_t pace_burst_ns;			/* this burst's start */
-	unsigned pace_burst_left;		/* removals left in it */
-	/* Adaptive politeness (cfg.adaptive with a signal). */
-	int pace_adapt;
-	int pace_busy;				/* others wait: the slow pace */
-	int pace_psi_fd;			/* /proc/pressure/io, or -1 */
-	uint64_t pace_slow_ns, pace_fast_ns;	/* the two gaps */
-	unsigned pace_slow_rate, pace_slow_burst; /* and the slow pace */
-	uint64_t pace_event_ns;			/* next look or probe */
-	uint64_t pace_reprobe_ns;		/* from a busy window to the next */
-	uint64_t pace_probe_ns;			/* a quiet window's end; 0 */
-	uint64_t pace_probe_ok_ns;		/* no probe on suspicion before */
-	uint64_t pace_free_ns;			/* no pacing until then */
-	uint64_t pace_yield_ns;			/* a busy spell's yield ends; 0 */
-	uint64_t pace_sig_us, pace_sig_ns;	/* the last reading, when */
+	struct de__pacer *pace;		/* pace.c: the rate limit */
 
 	/* Successful unlinks and rmdirs in this de_remove(), counted by
 	 * the workers as they go (atomic): reports of a directory's
@@ -296,7 +278,7 @@ int de__ctx_start(de_ctx *ctx);
 
 
 /* pace.c */
-void de__pace_init(de_ctx *ctx);
+int de__pace_init(de_ctx *ctx);
 void de__pace_destroy(de_ctx *ctx);
 void de__pace(de_ctx *ctx);
 unsigned de__pace_rate(de_ctx *ctx);

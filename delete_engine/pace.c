@@ -64,10 +64,11 @@
  * The calling thread delivers progress between its looks while it
  * waits.
  *
- * Lock rules: pace_mu protects the pace_* fields; nothing else is taken
- * while it is held, and nobody sleeps under it.  pace_gap_ns and
- * pace_free_ns are also read without it (atomically), so that a removal
- * at full speed takes no lock until the next look.
+ * The pacer's state (struct de__pacer) is this file's alone.  Lock
+ * rules: its mu protects its fields; nothing else is taken while it is
+ * held, and nobody sleeps under it.  gap_ns, free_ns and adapting are
+ * also read without it (atomically), so that a removal at full speed
+ * takes no lock until the next look.
  */
 #include "internal.h"
 
@@ -90,6 +91,30 @@
 #define PACE_SUSPECT_NS		(500 * MS)
 #define BUSY_PERMILLE		100
 
+/* The pacer: this file's alone, one per context (ctx->pace). */
+struct de__pacer {
+	const struct de_config *cfg;	/* the context's */
+	pthread_mutex_t mu;		/* guards the fields below */
+	uint64_t next_ns;		/* the next free slot */
+	uint64_t gap_ns;		/* between slots; 0: no limit */
+	unsigned burst;			/* removals per slot at it */
+	uint64_t burst_ns;		/* this burst's start */
+	unsigned burst_left;		/* removals left in it */
+	/* Adaptive politeness (cfg->adaptive with a signal). */
+	int adapting;
+	int busy;			/* others wait: the slow pace */
+	int psi_fd;			/* /proc/pressure/io, or -1 */
+	uint64_t slow_ns, fast_ns;	/* the two gaps */
+	unsigned slow_rate, slow_burst;	/* and the slow pace */
+	uint64_t event_ns;		/* next look or probe */
+	uint64_t reprobe_ns;		/* from a busy window to the next */
+	uint64_t probe_ns;		/* a quiet window's end; 0 */
+	uint64_t probe_ok_ns;		/* no probe on suspicion before */
+	uint64_t free_ns;		/* no pacing until then */
+	uint64_t yield_ns;		/* a busy spell's yield ends; 0 */
+	uint64_t sig_us, sig_ns;	/* the last reading, when */
+};
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -107,30 +132,30 @@ static uint64_t gap_of(unsigned rate)
 
 /* The pace from now on: the slow one, or rate_max's; no pacing at all
  * until free_until. */
-static void set_pace(de_ctx *ctx, int slow, uint64_t free_until)
+static void set_pace(struct de__pacer *p, int slow, uint64_t free_until)
 {
-	unsigned burst = ctx->cfg.rate_burst > 1 ? ctx->cfg.rate_burst : 1;
+	unsigned burst = p->cfg->rate_burst > 1 ? p->cfg->rate_burst : 1;
 
-	ctx->pace_burst = slow ? ctx->pace_slow_burst : burst;
-	__atomic_store_n(&ctx->pace_gap_ns,
-			 slow ? ctx->pace_slow_ns : ctx->pace_fast_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&ctx->pace_free_ns, free_until, __ATOMIC_RELEASE);
+	p->burst = slow ? p->slow_burst : burst;
+	__atomic_store_n(&p->gap_ns,
+			 slow ? p->slow_ns : p->fast_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->free_ns, free_until, __ATOMIC_RELEASE);
 }
 
 /* Pace at the slow pace from now on: rate, or with a signal rate_busy
  * when lower, its bursts as long in time as rate's. */
-static void set_slow(de_ctx *ctx, int busy_rate)
+static void set_slow(struct de__pacer *p, int busy_rate)
 {
-	unsigned rate = ctx->cfg.rate, burst = ctx->cfg.rate_burst;
+	unsigned rate = p->cfg->rate, burst = p->cfg->rate_burst;
 
-	if (busy_rate && ctx->cfg.rate_busy && ctx->cfg.rate_busy < rate) {
-		burst = (unsigned)((uint64_t)burst * ctx->cfg.rate_busy / rate);
-		rate = ctx->cfg.rate_busy;
+	if (busy_rate && p->cfg->rate_busy && p->cfg->rate_busy < rate) {
+		burst = (unsigned)((uint64_t)burst * p->cfg->rate_busy / rate);
+		rate = p->cfg->rate_busy;
 	}
-	ctx->pace_slow_rate = rate;
-	ctx->pace_slow_burst = burst > 1 ? burst : 1;
-	ctx->pace_slow_ns = gap_of(rate);
-	set_pace(ctx, 1, 0);
+	p->slow_rate = rate;
+	p->slow_burst = burst > 1 ? burst : 1;
+	p->slow_ns = gap_of(rate);
+	set_pace(p, 1, 0);
 }
 
 /* The total of /proc/pressure/io's "some" line, in microseconds. */
@@ -151,77 +176,84 @@ static int read_psi(int fd, uint64_t *us)
 	return 0;
 }
 
-static int read_signal(de_ctx *ctx, uint64_t *us)
+static int read_signal(struct de__pacer *p, uint64_t *us)
 {
-	if (ctx->cfg.pressure)
-		return ctx->cfg.pressure(ctx->cfg.pressure_arg, us);
-	return read_psi(ctx->pace_psi_fd, us);
+	if (p->cfg->pressure)
+		return p->cfg->pressure(p->cfg->pressure_arg, us);
+	return read_psi(p->psi_fd, us);
 }
 
-void de__pace_init(de_ctx *ctx)
+/* Make the context's pacer (ctx->pace), with its rate, and its signal
+ * where adaptive; 0 or -ENOMEM. */
+int de__pace_init(de_ctx *ctx)
 {
+	struct de__pacer *p = calloc(1, sizeof(*p));
 	uint64_t us;
 
-	pthread_mutex_init(&ctx->pace_mu, NULL);
-	ctx->pace_next_ns = 0;
-	ctx->pace_burst_ns = 0;
-	ctx->pace_burst_left = 0;
-	ctx->pace_psi_fd = -1;
-	ctx->pace_fast_ns = gap_of(ctx->cfg.rate_max);
-	set_slow(ctx, 0);
-	ctx->pace_adapt = 0;
-	ctx->pace_busy = 1;
-	if (!ctx->cfg.adaptive || !ctx->cfg.rate)
-		return;
-	if (!ctx->cfg.pressure)
-		ctx->pace_psi_fd = open("/proc/pressure/io", O_RDONLY | O_CLOEXEC);
-	if (read_signal(ctx, &us) < 0)
-		return;		/* no signal: rate throughout */
-	ctx->pace_adapt = 1;
-	set_slow(ctx, 1);
-	ctx->pace_sig_us = us;
-	ctx->pace_sig_ns = now_ns();
-	ctx->pace_event_ns = 0;		/* the first removal starts a window */
-	ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
-	ctx->pace_probe_ns = 0;
-	ctx->pace_probe_ok_ns = 0;
-	ctx->pace_yield_ns = 0;
+	if (!p)
+		return -ENOMEM;
+	ctx->pace = p;
+	p->cfg = &ctx->cfg;
+	pthread_mutex_init(&p->mu, NULL);
+	p->psi_fd = -1;
+	p->fast_ns = gap_of(p->cfg->rate_max);
+	set_slow(p, 0);
+	p->busy = 1;
+	if (!p->cfg->adaptive || !p->cfg->rate)
+		return 0;
+	if (!p->cfg->pressure)
+		p->psi_fd = open("/proc/pressure/io", O_RDONLY | O_CLOEXEC);
+	if (read_signal(p, &us) < 0)
+		return 0;	/* no signal: rate throughout */
+	p->adapting = 1;
+	set_slow(p, 1);
+	p->sig_us = us;
+	p->sig_ns = now_ns();
+	p->event_ns = 0;	/* the first removal starts a window */
+	p->reprobe_ns = PACE_CONFIRM_NS;
+	return 0;
 }
 
 void de__pace_destroy(de_ctx *ctx)
 {
-	if (ctx->pace_psi_fd >= 0)
-		close(ctx->pace_psi_fd);
-	pthread_mutex_destroy(&ctx->pace_mu);
+	struct de__pacer *p = ctx->pace;
+
+	if (!p)
+		return;
+	if (p->psi_fd >= 0)
+		close(p->psi_fd);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+	ctx->pace = NULL;
 }
 
 /* How much of the time since the last reading tasks waited for I/O. */
-static unsigned permille(de_ctx *ctx, uint64_t us, uint64_t now)
+static unsigned permille(struct de__pacer *p, uint64_t us, uint64_t now)
 {
-	uint64_t dt_us = (now - ctx->pace_sig_ns) / 1000;
+	uint64_t dt_us = (now - p->sig_ns) / 1000;
 
-	if (!dt_us || us < ctx->pace_sig_us)
+	if (!dt_us || us < p->sig_us)
 		return 0;
-	return (us - ctx->pace_sig_us) * 1000 / dt_us;
+	return (us - p->sig_us) * 1000 / dt_us;
 }
 
 /* Under pace_mu: is the pace none at all, others waiting for less than
  * yield_ms so far? */
-static int yielding(const de_ctx *ctx, uint64_t now)
+static int yielding(const struct de__pacer *p, uint64_t now)
 {
-	return ctx->pace_busy && now < ctx->pace_yield_ns;
+	return p->busy && now < p->yield_ns;
 }
 
 /* Under pace_mu: what a removal must wait for before it looks again: a
  * quiet window's end, or while yielding the next window or the yield's
  * end, whichever comes first; 0: nothing. */
-static uint64_t hold_until(const de_ctx *ctx, uint64_t now)
+static uint64_t hold_until(const struct de__pacer *p, uint64_t now)
 {
-	if (ctx->pace_probe_ns)
-		return ctx->pace_probe_ns;
-	if (yielding(ctx, now))
-		return ctx->pace_event_ns < ctx->pace_yield_ns ? ctx->pace_event_ns
-							     : ctx->pace_yield_ns;
+	if (p->probe_ns)
+		return p->probe_ns;
+	if (yielding(p, now))
+		return p->event_ns < p->yield_ns ? p->event_ns
+							     : p->yield_ns;
 	return 0;
 }
 
@@ -229,54 +261,54 @@ static uint64_t hold_until(const de_ctx *ctx, uint64_t now)
  * Under pace_mu: bring the adaptive state up to now.  Returns when the
  * caller may look again (hold_until()), or 0: it may go on.
  */
-static uint64_t adapt(de_ctx *ctx, uint64_t now)
+static uint64_t adapt(struct de__pacer *p, uint64_t now)
 {
 	uint64_t us;
 	unsigned busy;
 
-	if (now < ctx->pace_event_ns)
-		return hold_until(ctx, now);
-	if (read_signal(ctx, &us) < 0) {
+	if (now < p->event_ns)
+		return hold_until(p, now);
+	if (read_signal(p, &us) < 0) {
 		/* The signal went away: rate from now on. */
-		__atomic_store_n(&ctx->pace_adapt, 0, __ATOMIC_RELAXED);
-		ctx->pace_busy = 1;
-		ctx->pace_probe_ns = 0;
-		ctx->pace_yield_ns = 0;
-		set_slow(ctx, 0);
+		__atomic_store_n(&p->adapting, 0, __ATOMIC_RELAXED);
+		p->busy = 1;
+		p->probe_ns = 0;
+		p->yield_ns = 0;
+		set_slow(p, 0);
 		return 0;
 	}
-	busy = permille(ctx, us, now) >= BUSY_PERMILLE;
-	if (ctx->pace_probe_ns) {
+	busy = permille(p, us, now) >= BUSY_PERMILLE;
+	if (p->probe_ns) {
 		/* A quiet window is over: what waited in it was others. */
-		ctx->pace_busy = busy;
-		ctx->pace_probe_ns = 0;
+		p->busy = busy;
+		p->probe_ns = 0;
 		if (busy) {
 			/* A spell of others' waiting starts: yield to it. */
-			if (!ctx->pace_yield_ns)
-				ctx->pace_yield_ns = now + ctx->cfg.yield_ms * MS;
-			ctx->pace_event_ns = now + ctx->pace_reprobe_ns;
-			ctx->pace_reprobe_ns *= 2;
-			if (ctx->pace_reprobe_ns > PACE_REPROBE_NS)
-				ctx->pace_reprobe_ns = PACE_REPROBE_NS;
+			if (!p->yield_ns)
+				p->yield_ns = now + p->cfg->yield_ms * MS;
+			p->event_ns = now + p->reprobe_ns;
+			p->reprobe_ns *= 2;
+			if (p->reprobe_ns > PACE_REPROBE_NS)
+				p->reprobe_ns = PACE_REPROBE_NS;
 		} else {
-			ctx->pace_yield_ns = 0;
-			ctx->pace_event_ns = now + PACE_LOOK_NS;
-			ctx->pace_reprobe_ns = PACE_CONFIRM_NS;
+			p->yield_ns = 0;
+			p->event_ns = now + PACE_LOOK_NS;
+			p->reprobe_ns = PACE_CONFIRM_NS;
 		}
-		ctx->pace_probe_ok_ns = now + PACE_SUSPECT_NS;
-	} else if (ctx->pace_busy || (busy && now >= ctx->pace_probe_ok_ns)) {
+		p->probe_ok_ns = now + PACE_SUSPECT_NS;
+	} else if (p->busy || (busy && now >= p->probe_ok_ns)) {
 		/* Time to look again (busy), or a suspicion: stop and ask. */
-		ctx->pace_probe_ns = ctx->pace_event_ns = now + PACE_PROBE_NS;
+		p->probe_ns = p->event_ns = now + PACE_PROBE_NS;
 	} else {
-		ctx->pace_event_ns = now + PACE_LOOK_NS;
+		p->event_ns = now + PACE_LOOK_NS;
 	}
-	ctx->pace_sig_us = us;
-	ctx->pace_sig_ns = now;
-	if (ctx->pace_probe_ns || ctx->pace_busy)
-		set_pace(ctx, 1, 0);
+	p->sig_us = us;
+	p->sig_ns = now;
+	if (p->probe_ns || p->busy)
+		set_pace(p, 1, 0);
 	else
-		set_pace(ctx, 0, ctx->pace_fast_ns ? 0 : ctx->pace_event_ns);
-	return hold_until(ctx, now);
+		set_pace(p, 0, p->fast_ns ? 0 : p->event_ns);
+	return hold_until(p, now);
 }
 
 static void sleep_until(uint64_t when, uint64_t now)
@@ -292,34 +324,35 @@ static void sleep_until(uint64_t when, uint64_t now)
 }
 
 /* Is a burst going on, with removals left in it? */
-static int in_burst(const de_ctx *ctx, uint64_t now)
+static int in_burst(const struct de__pacer *p, uint64_t now)
 {
-	return ctx->pace_burst_left && ctx->pace_next_ns > now;
+	return p->burst_left && p->next_ns > now;
 }
 
 /* Wait for this removal's slot.  Returns at once when no rate is set. */
 void de__pace(de_ctx *ctx)
 {
+	struct de__pacer *p = ctx->pace;
 	uint64_t now, slot, wait;
 
-	if (!__atomic_load_n(&ctx->pace_gap_ns, __ATOMIC_RELAXED)
-	 && !__atomic_load_n(&ctx->pace_adapt, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&p->gap_ns, __ATOMIC_RELAXED)
+	 && !__atomic_load_n(&p->adapting, __ATOMIC_RELAXED))
 		return;
 	now = now_ns();
-	if (now < __atomic_load_n(&ctx->pace_free_ns, __ATOMIC_ACQUIRE))
+	if (now < __atomic_load_n(&p->free_ns, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&ctx->pace_mu);
-	while (ctx->pace_adapt) {
-		wait = adapt(ctx, now);
+	pthread_mutex_lock(&p->mu);
+	while (p->adapting) {
+		wait = adapt(p, now);
 		/* A burst that would start after the next look waits for
 		 * the look instead: the pace may change there.  (adapt()
 		 * ends pace_adapt when the signal goes.) */
-		if (!wait && ctx->pace_adapt && ctx->pace_gap_ns && !in_burst(ctx, now)
-		 && ctx->pace_next_ns > ctx->pace_event_ns)
-			wait = ctx->pace_event_ns;
+		if (!wait && p->adapting && p->gap_ns && !in_burst(p, now)
+		 && p->next_ns > p->event_ns)
+			wait = p->event_ns;
 		if (!wait)
 			break;
-		pthread_mutex_unlock(&ctx->pace_mu);
+		pthread_mutex_unlock(&p->mu);
 		sleep_until(wait, now);
 		/* A yield lasts seconds: the calling thread still delivers
 		 * progress, which is how rsync sends keep-alives, and a
@@ -329,27 +362,27 @@ void de__pace(de_ctx *ctx)
 		if (de__cancelled(ctx))
 			return;
 		now = now_ns();
-		pthread_mutex_lock(&ctx->pace_mu);
+		pthread_mutex_lock(&p->mu);
 	}
-	if (!ctx->pace_gap_ns) {
-		pthread_mutex_unlock(&ctx->pace_mu);
+	if (!p->gap_ns) {
+		pthread_mutex_unlock(&p->mu);
 		return;
 	}
-	if (in_burst(ctx, now)) {
+	if (in_burst(p, now)) {
 		/* Inside a burst: right behind its start. */
-		ctx->pace_burst_left--;
-		slot = ctx->pace_burst_ns > now ? ctx->pace_burst_ns : now;
+		p->burst_left--;
+		slot = p->burst_ns > now ? p->burst_ns : now;
 	} else {
 		/* A burst (of one without rate_burst) starts at the next
 		 * free slot; the next one is burst * gap later. */
-		unsigned burst = ctx->pace_burst;
+		unsigned burst = p->burst;
 
-		slot = ctx->pace_next_ns > now ? ctx->pace_next_ns : now;
-		ctx->pace_burst_ns = slot;
-		ctx->pace_burst_left = burst - 1;
-		ctx->pace_next_ns = slot + ctx->pace_gap_ns * burst;
+		slot = p->next_ns > now ? p->next_ns : now;
+		p->burst_ns = slot;
+		p->burst_left = burst - 1;
+		p->next_ns = slot + p->gap_ns * burst;
 	}
-	pthread_mutex_unlock(&ctx->pace_mu);
+	pthread_mutex_unlock(&p->mu);
 	sleep_until(slot, now);
 }
 
@@ -357,15 +390,16 @@ void de__pace(de_ctx *ctx)
  * DE_PACE_YIELD for none. */
 unsigned de__pace_rate(de_ctx *ctx)
 {
+	struct de__pacer *p = ctx->pace;
 	unsigned rate;
 
-	pthread_mutex_lock(&ctx->pace_mu);
-	if (ctx->pace_adapt && yielding(ctx, now_ns()))
+	pthread_mutex_lock(&p->mu);
+	if (p->adapting && yielding(p, now_ns()))
 		rate = DE_PACE_YIELD;
 	else
-		rate = !ctx->pace_adapt || ctx->pace_busy ? ctx->pace_slow_rate
-							  : ctx->cfg.rate_max;
-	pthread_mutex_unlock(&ctx->pace_mu);
+		rate = !p->adapting || p->busy ? p->slow_rate
+							  : p->cfg->rate_max;
+	pthread_mutex_unlock(&p->mu);
 	return rate;
 }
 
