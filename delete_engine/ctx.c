@@ -189,8 +189,8 @@ void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks)
 
 /*
  * Grow the pool to n workers (at most its slots) for a run that wants
- * more than the CPUs: a latency-bound file system (order.c
- * de__threads_for()).  One that cannot be started is done without, as in
+ * more than the CPUs: a latency-bound file system (policy.c
+ * threads_for()).  One that cannot be started is done without, as in
  * de__ctx_start().  Called between runs, with nothing queued.  Returns
  * the number of workers.
  */

@@ -111,7 +111,7 @@ struct de_config {
 	 * where the requests are the cost (rotating, IOPS-capped; global.c).
 	 * DE_SCHED_AUTO (0, the default): global while the first directories
 	 * read are slow to come off the disk, else directory by directory
-	 * (order.c de__slow_reads).  Runs that need the canonical order
+	 * (policy.c de__slow_reads).  Runs that need the canonical order
 	 * (ordered reports, hooks, max_delete, dry run) are always
 	 * directory by directory.
 	 */

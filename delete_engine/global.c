@@ -23,7 +23,7 @@
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
  * the time is the disk's, not the CPU's).  When they came fast
- * (order.c de__slow_reads), the window and the rest of the tree go to
+ * (policy.c de__slow_reads), the window and the rest of the tree go to
  * the pool, directory by directory, as if the run had begun there.
  *
  * Everything else is tree.c's: the same nodes, scan (fd-relative,

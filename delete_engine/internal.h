@@ -17,7 +17,7 @@
 
 #define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
 #define DE__LAT_THREADS	32u		/* workers on a latency-bound file
-					 * system (order.c de__threads_for) */
+					 * system (policy.c threads_for) */
 #define DE__CHUNK_MIN	64u		/* files per unlink chunk, at least */
 
 /* ---- pool.c: libuv-shaped thread pool ---------------------------------- */
@@ -226,7 +226,7 @@ struct de_ctx {
 	unsigned p2_gate;
 	struct de__node *ready, *ready_tail;
 	unsigned nready, ahead_max;
-	int p2_help;			/* order.c de__p2_help */
+	int p2_help;			/* policy.c p2_help */
 	size_t ready_ents;
 	struct de_summary sum;
 	struct de_progress prog;
@@ -353,17 +353,20 @@ static inline int de__rm_result(int rc, int *err)
 
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
-int de__dino_is_stat(long fstype);
-int de__want_inode_sort(de_ctx *ctx, long fstype);
-int de__latency_bound(long fstype);
-int de__want_split(de_ctx *ctx, long fstype);
-unsigned de__p2_gate(de_ctx *ctx, long fstype);
-int de__p2_help(de_ctx *ctx, long fstype);
-int de__want_serial(de_ctx *ctx, long fstype);
-int de__slow_reads(const uint64_t *ns, unsigned n);
-unsigned de__threads_for(de_ctx *ctx, long fstype);
-unsigned de__ctx_grow(de_ctx *ctx, unsigned n);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
+
+/* policy.c */
+unsigned de__plan(de_ctx *ctx, long fstype);
+void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads);
+int de__dino_is_stat(long fstype);
+int de__dino_from_layer(long fstype);
+int de__want_inode_sort(de_ctx *ctx, long fstype);
+int de__sort_targets(de_ctx *ctx, long fstype);
+int de__want_split(de_ctx *ctx, long fstype);
+int de__slow_reads(const uint64_t *ns, unsigned n);
+
+/* ctx.c */
+unsigned de__ctx_grow(de_ctx *ctx, unsigned n);
 
 #define de__ent_name(n, e) ((n)->arena + (e)->name)
 

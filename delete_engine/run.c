@@ -16,7 +16,7 @@
  *    only scan ahead; the calling thread makes each removal itself, in
  *    canonical order, so the limit is exact, the dispose hook runs when
  *    each entry is due, and on btrfs each directory is emptied just before
- *    its rmdir (order.c de__want_serial).
+ *    its rmdir (policy.c want_serial).
  */
 #include "internal.h"
 
@@ -797,20 +797,8 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	r->mode = st.mode;
 	r->fstype = de__fs_type(dirfd);
 	r->state = NS_SCANNED;
-	if (!ctx->serial && de__want_serial(ctx, r->fstype)) {
-		ctx->serial = 1;
-		ctx->ordered = 1;
-	}
-	/* The global schedule (global.c) where it is asked for, or may pay:
-	 * never where the order must be canonical, and not by itself where
-	 * every request waits for a server (de__latency_bound). */
-	ctx->global = !ctx->ordered &&
-		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
-		 (ctx->cfg.schedule == DE_SCHED_AUTO &&
-		  !de__latency_bound(r->fstype)));
 	{
-		unsigned t = ctx->cfg.threads ? ctx->cfg.threads :
-			de__threads_for(ctx, r->fstype);
+		unsigned t = de__plan(ctx, r->fstype);
 
 		/* More workers than CPUs only where they wait on a server,
 		 * and only where they unlink. */
@@ -825,10 +813,7 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 			t = ctx->fd_budget > 2 ? (unsigned)ctx->fd_budget / 2 : 1;
 		de__pool_limit(&ctx->pool, t);
 		ctx->run_threads = t;
-		ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
-		ctx->split_idle_min = ctx->serial ? 0x7fffffff : 256;
-		ctx->p2_gate = t > 1 ? de__p2_gate(ctx, r->fstype) : 0;
-		ctx->p2_help = de__p2_help(ctx, r->fstype);
+		de__plan_workers(ctx, r->fstype, t);
 	}
 	rc = add_targets(ctx, dirfd, targets, n);
 	if (rc) {

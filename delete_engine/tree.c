@@ -29,8 +29,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FS_OVERLAY	0x794c7630L
-
 /*
  * The node and event lists, all under the tree lock, named by their link
  * fields: the live list and the deferred stack are doubly linked (pushed
@@ -459,7 +457,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		goto out;
 	}
 	/*
-	 * Where readdir's d_ino is not stat's inode number (order.c
+	 * Where readdir's d_ino is not stat's inode number (policy.c
 	 * de__dino_is_stat; sshfs lists every entry as 0xffffffff), the
 	 * identity the open is checked against below is an lstat of the name
 	 * just before the open, as fts checks its own lstat: a directory
@@ -524,7 +522,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	if ((n->ino && st.ino != n->ino &&
 	     !(subvol && de__subvol_id(fd) == n->ino)) ||
 	    (by_name && st.mount_root < 0 && dino && dino != st.ino &&
-	     n->fstype != FS_OVERLAY)) {
+	     !de__dino_from_layer(n->fstype))) {
 		skip(n, DE_R_FAILED, DE_OP_OPEN, ESTALE);
 		goto out;
 	}
@@ -1110,7 +1108,7 @@ static struct de__node *first_child(struct de__node *n)
  * the ready queue, and the thread already in phase 2 takes it when done
  * with its own directory, so a narrow tree runs as a pipeline: one thread
  * unlinks while the others read the next directories ahead.  Why: see
- * order.c de__p2_gate.  A thread in phase 2 empties the ready queue
+ * policy.c p2_gate.  A thread in phase 2 empties the ready queue
  * before it leaves, so a node put there is always picked up (both happen
  * under the tree lock).  Workers only, never the calling thread.
  *
@@ -1160,8 +1158,8 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 		/*
 		 * The queue is full: the reader is ahead_max directories
 		 * ahead and would sleep until the unlinker catches up.
-		 * Where a second unlinker pays (ctx->p2_help, order.c
-		 * de__p2_help), it unlinks this directory itself, the
+		 * Where a second unlinker pays (ctx->p2_help, policy.c
+		 * p2_help), it unlinks this directory itself, the
 		 * deepest scanned, far from the unlinker's, then goes on
 		 * reading from the child phase 2 queues.  It is not
 		 * counted in p2_active: it does not empty the ready queue,

@@ -12,7 +12,7 @@
  *     keeps every entry.
  *   - the latency schedule: with the thread count left to the engine, 40
  *     directories of 10 files on the mount are unlinked by more threads
- *     than there are CPUs (de__threads_for), and on the local file system
+ *     than there are CPUs (policy.c threads_for), and on the local file system
  *     under the mount by no more than the CPUs; one directory of 400
  *     files on the mount by one thread (its unlinks would only queue on
  *     the directory's lock: de__want_split).
@@ -264,7 +264,7 @@ int test(int dfd)
 	g_mfd = mfd;
 	CHECK(fstatfs(mfd, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC);
 #ifdef DE_PORTABLE
-	/* The portable build knows no f_type, so it trusts d_ino (order.c
+	/* The portable build knows no f_type, so it trusts d_ino (policy.c
 	 * de__dino_is_stat) and still refuses every directory here, as it
 	 * must rather than enter one it cannot check: the files go, the two
 	 * directories fail with ESTALE. */

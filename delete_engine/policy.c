@@ -1,0 +1,275 @@
+/*
+ * policy.c - what the engine does where: per file system and device, the
+ * schedule (serial, parallel or global), the workers, and when to sort,
+ * split or gate.  Each rule says why, and docs/BENCHMARKS.md has the
+ * measurements behind it.  de__plan() makes the choice for a run; the
+ * rest answer the questions the scan and the schedules ask as they go.
+ */
+#include "internal.h"
+
+#define FS_TMPFS	0x01021994L
+#define FS_RAMFS	0x858458f6L
+#define FS_NFS		0x6969L
+#define FS_SMB2		0xfe534d42L
+#define FS_CIFS		0xff534d42L
+#define FS_LUSTRE	0x0bd00bd0L
+#define FS_XFS		0x58465342L
+#define FS_EXT4		0xef53L
+#define FS_BTRFS	0x9123683eL
+#define FS_FUSE		0x65735546L
+#define FS_SMB		0x517bL
+#define FS_9P		0x01021997L
+#define FS_CEPH		0x00c36400L
+#define FS_OVERLAY	0x794c7630L
+#define FS_AFS		0x5346414fL
+#define FS_GFS2		0x01161970L
+#define FS_OCFS2	0x7461636fL
+
+/*
+ * Whether readdir's d_ino is the inode number fstat() reports, so that a
+ * directory's d_ino in its parent's listing identifies it.  Not on FUSE
+ * without inode pass-through: libfuse's high-level API lists every entry
+ * as FUSE_UNKNOWN_INO (0xffffffff) and stats it as its node id (sshfs
+ * without -o use_ino; issue 19: rsync-de deleted nothing there), and no
+ * statfs field tells bindfs, which passes them through, from the rest.
+ * Nor on CIFS with noserverino (the client numbers readdir and stat
+ * apart) or overlayfs without xino (the layer's d_ino).  NFS, 9p, Lustre
+ * and CephFS list the numbers stat gives, and keep the d_ino check, which
+ * also tells a same-device bind mount (tree.c de__scan).  So does the
+ * portable build, which knows no f_type (0): there the check is the only
+ * catch of such a mount, and sshfs directories are refused instead.
+ */
+int de__dino_is_stat(long fstype)
+{
+	switch (fstype) {
+	case FS_FUSE: case FS_OVERLAY: case FS_SMB: case FS_SMB2: case FS_CIFS:
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * A heuristic's answer, guess, unless the caller forced it with a flag:
+ * 0 under off, 1 under on (off wins where both are set).
+ */
+static int forced(const de_ctx *ctx, unsigned off, unsigned on, int guess)
+{
+	if (ctx->cfg.flags & off)
+		return 0;
+	if (ctx->cfg.flags & on)
+		return 1;
+	return guess;
+}
+
+/*
+ * Whether to unlink in inode order on this filesystem.
+ *
+ * Measured (docs/BENCHMARKS.md, "Engine heuristics"): on ext4 a 200k-file
+ * directory unlinked in inode order instead of hash (readdir) order takes
+ * less time, because the inode table and bitmaps are then touched
+ * sequentially (on a throttled slow disk the order changes only when the
+ * writes happen, not how many: "A slow disk").  On tmpfs there is no on-disk layout and the
+ * sort is pure overhead; gnulib fts skips it on
+ * tmpfs, NFS, CIFS and Lustre (bug#80106: the sort defeated Lustre's
+ * statahead, about 9x slower), and so do we.  Nor on FUSE, 9p or CephFS:
+ * every unlink there is a round trip to a server with a layout of its own,
+ * and on FUSE d_ino is often meaningless (de__dino_is_stat: sshfs lists
+ * every entry as 0xffffffff).
+ */
+int de__want_inode_sort(de_ctx *ctx, long fstype)
+{
+	int pays = 1;
+
+	switch (fstype) {
+	case FS_TMPFS: case FS_RAMFS: case FS_NFS: case FS_SMB: case FS_SMB2:
+	case FS_CIFS: case FS_LUSTRE: case FS_FUSE: case FS_9P: case FS_CEPH:
+		pays = 0;
+	}
+	return forced(ctx, DE_F_NO_INODE_SORT, DE_F_INODE_SORT, pays);
+}
+
+/*
+ * Whether a d_ino that differs from stat's may only be the lower layer's:
+ * overlayfs without xino lists the layer's inode numbers, so there a
+ * differing d_ino does not tell a bind mount (tree.c de__scan).
+ */
+int de__dino_from_layer(long fstype)
+{
+	return fstype == FS_OVERLAY;
+}
+
+/*
+ * Whether fstype is latency-bound: a network or FUSE file system, where
+ * each unlink is a round trip to a server (or a userspace daemon) and the
+ * client's CPU sits idle in between.  There the run needs many requests in
+ * flight, not cores (threads_for()), but not inside one directory:
+ * the VFS holds a directory's lock across each unlink's round trip, so a
+ * directory's unlinks are not split (de__want_split()).  GlusterFS and
+ * most object stores (rclone, s3fs, gcsfuse) are FUSE; Lustre's and
+ * CephFS's kernel clients have their own magic.
+ */
+static int latency_bound(long fstype)
+{
+	switch (fstype) {
+	case FS_FUSE: case FS_NFS: case FS_SMB: case FS_SMB2: case FS_CIFS:
+	case FS_9P: case FS_LUSTRE: case FS_CEPH: case FS_AFS: case FS_GFS2:
+	case FS_OCFS2:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * DE_SCHED_AUTO: whether the first directories read (n of them, each
+ * open and read taking ns[i]) came off a disk where requests are the
+ * cost, so that the global schedule pays (global.c).  Their median above
+ * 2 ms: a cold directory on a rotating disk takes 7-16 ms, on a volume
+ * capped at 400 operations a second 7.5 ms (three requests), on this
+ * project's virtio disk 0.2-0.8 ms, and from the cache 0.1 ms
+ * (docs/BENCHMARKS.md, "Slow disks").  Warm caches on a slow disk read
+ * fast and stay directory by directory.
+ */
+int de__slow_reads(const uint64_t *ns, unsigned n)
+{
+	uint64_t v[DE__PROBE_DIRS];
+	unsigned i, j;
+
+	if (!n || n > DE__PROBE_DIRS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		uint64_t x = ns[i];
+
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return v[n / 2] > 2000000u;
+}
+
+/*
+ * Whether to split one huge directory's unlinks across workers.
+ *
+ * Only on tmpfs and ramfs (measured: docs/BENCHMARKS.md, "Engine
+ * heuristics").  All unlinks in one directory serialize on the
+ * directory's i_rwsem, and on xfs
+ * also on the AGI buffer of the one allocation group holding the inodes,
+ * so a second worker only adds lock hand-offs; on tmpfs freeing the inode
+ * after the name is gone is a large enough share of the work to overlap.
+ */
+int de__want_split(de_ctx *ctx, long fstype)
+{
+	return forced(ctx, DE_F_NO_SPLIT, DE_F_SPLIT,
+		      fstype == FS_TMPFS || fstype == FS_RAMFS);
+}
+
+/*
+ * Worker threads for a run whose start directory is on fstype, when the
+ * caller did not set threads (docs/BENCHMARKS.md, "Engine heuristics").
+ */
+static unsigned threads_for(de_ctx *ctx, long fstype)
+{
+	/* The best of 2, 8, 16 and 32 on sshfs (docs/BENCHMARKS.md,
+	 * "sshfs"). */
+	if (latency_bound(fstype))
+		return DE__LAT_THREADS;
+	return ctx->nthreads;
+}
+
+/*
+ * Phase-2 admission gate (tree.c run_phase2): how many directory tasks
+ * must be queued before a second thread may unlink at the same time as
+ * another; below that, extra workers only read directories ahead.
+ * 0: no gate (every worker unlinks whatever it scanned).
+ *
+ * Why 2: in a narrow tree (a parent and its child) a second unlinker makes
+ * xfs, btrfs and ext4 slower than one, as part of each unlink runs in
+ * kernel threads (xfs inode GC, btrfs delayed items, jbd2) that the
+ * second CPU is better left to, beside one worker reading ahead.  Wide
+ * trees pass the gate and keep every worker unlinking.  tmpfs has no such
+ * kernel work, and on a latency-bound file system the work is a server's:
+ * no gate there.  btrfs keeps one unlinker even in wide trees, through
+ * want_serial.  Measurements: docs/BENCHMARKS.md, "Engine
+ * heuristics".
+ */
+static unsigned p2_gate(de_ctx *ctx, long fstype)
+{
+	/* No kernel threads to leave a CPU to on tmpfs, nor where the work
+	 * is a server's. */
+	int gate = fstype != FS_TMPFS && fstype != FS_RAMFS &&
+		   !latency_bound(fstype);
+
+	return forced(ctx, DE_F_NO_ADAPT, DE_F_ADAPT, gate) ? 2 : 0;
+}
+
+/*
+ * Whether a run removes on the calling thread in canonical order, the
+ * workers only reading ahead (run.c, as for a dry run): 1 on btrfs, where
+ * one unlinker is all that pays (see p2_gate) and its order matters.
+ * btrfs queues each removed directory entry as a delayed item of the
+ * directory's inode and hands batches of them to its delayed-meta
+ * workers, which contend with the unlinker for the b-tree's root lock;
+ * items of a directory removed soon after are dropped unwritten.  The
+ * parallel schedule empties a directory long before its rmdir, so items
+ * pile up; the canonical walk empties each one just before (post-order).
+ * Measurements: docs/BENCHMARKS.md, "Engine heuristics".  DE_F_NO_ADAPT
+ * and DE_F_ADAPT (measuring the parallel schedule) turn it off.
+ */
+static int want_serial(de_ctx *ctx, long fstype)
+{
+	if (ctx->cfg.flags & (DE_F_NO_ADAPT | DE_F_ADAPT))
+		return 0;
+	return fstype == FS_BTRFS;
+}
+
+/* Whether to sort a call's non-directory targets by inode: where the
+ * inode order pays, and not in a serial run, which sorts each listing
+ * canonically (order.c de_order_targets). */
+int de__sort_targets(de_ctx *ctx, long fstype)
+{
+	return de__want_inode_sort(ctx, fstype) && !want_serial(ctx, fstype);
+}
+
+/*
+ * Whether a reader that is a full ready queue ahead of the unlinker on a
+ * narrow tree (tree.c run_phase2) unlinks the directory it just read
+ * itself rather than wait: 1 on ext4 only, where the reader otherwise
+ * spends most of the run waiting for the one unlinker.  Not on xfs (a
+ * second unlinker there is what the gate is for) nor btrfs (serial).
+ * Measurements: docs/BENCHMARKS.md, "Engine heuristics".
+ */
+static int p2_help(de_ctx *ctx, long fstype)
+{
+	if (ctx->cfg.flags & DE_F_NO_ADAPT)
+		return 0;
+	return fstype == FS_EXT4;
+}
+
+/*
+ * The run's schedule for a tree whose start directory is on fstype
+ * (run.c de_remove): serial, and so ordered, where the file system wants
+ * it (want_serial); the global schedule (global.c) where it is asked
+ * for, or may pay: never where the order must be canonical, and not by
+ * itself where every request waits for a server (latency_bound).
+ * Returns the workers the run wants; the caller fits them to the pool
+ * and the fds, then calls de__plan_workers().
+ */
+unsigned de__plan(de_ctx *ctx, long fstype)
+{
+	if (!ctx->serial && want_serial(ctx, fstype)) {
+		ctx->serial = 1;
+		ctx->ordered = 1;
+	}
+	ctx->global = !ctx->ordered &&
+		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
+		 (ctx->cfg.schedule == DE_SCHED_AUTO && !latency_bound(fstype)));
+	ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
+	ctx->split_idle_min = ctx->serial ? 0x7fffffff : 256;
+	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
+}
+
+/* With threads workers: phase 2's gate and whether a reader helps. */
+void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads)
+{
+	ctx->p2_gate = threads > 1 ? p2_gate(ctx, fstype) : 0;
+	ctx->p2_help = p2_help(ctx, fstype);
+}
