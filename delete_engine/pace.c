@@ -335,6 +335,10 @@ void de__pace(de_ctx *ctx)
 	struct de__pacer *p = ctx->pace;
 	uint64_t now, slot, wait;
 
+	/* No rate, no pace (the adaptive mode needs one too): the common
+	 * case reads the context's configuration, not the pacer. */
+	if (!ctx->cfg.rate)
+		return;
 	if (!__atomic_load_n(&p->gap_ns, __ATOMIC_RELAXED)
 	 && !__atomic_load_n(&p->adapting, __ATOMIC_RELAXED))
 		return;
