@@ -140,15 +140,16 @@ int test(int dfd)
 	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
 
 	what = "idle, then busy";
-	took = run(dfd, 800, 400, 1000, IDLE, BUSY, 0.4);
-	/* At the cap alone, all 801 would be gone by 1 s; falling to 400 a
-	 * second within the next look and window leaves fewer.  That window
-	 * comes 0.5 s after the first at the earliest (PACE_SUSPECT_NS), so
-	 * the switch at 0.4 s changes nothing where the first removal comes
-	 * at once, and leaves a slow start (TSan on a loaded machine took
-	 * more than 0.1 s) its first window idle. */
-	CHECK(took >= 1.2);
-	CHECK(fk.removed_at > 0 && fk.removed_at - 1 < 700);
+	sample_s = 1.2;
+	took = run(dfd, 1500, 400, 1000, IDLE, BUSY, 0.4);
+	sample_s = 1.0;
+	/* At the cap alone, all 1,501 would be gone by 1.6 s.  Others start
+	 * waiting at 0.4 s, so that a slow start (TSan on a loaded machine)
+	 * still finds its first window idle; the next window comes 0.5 s
+	 * after the first at the earliest (PACE_SUSPECT_NS), and from
+	 * there 400 a second leaves fewer by 1.2 s and takes longer. */
+	CHECK(took >= 2.0);
+	CHECK(fk.removed_at > 0 && fk.removed_at - 1 < 1100);
 	CHECK(fk.pace_min == 400 && fk.pace_max == 1000);
 
 	what = "no signal";
