@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Draw docs/BENCHMARKS.md's charts from the raw records of the runs it cites.
+
+    bench/charts.py                          # the records the page cites, into docs/img/
+    bench/charts.py --local build/bench/quick.jsonl --out /tmp/img --print
+
+--local takes bench/run.py --json records (one line per cell), --slowdisk
+bench/slowdisk/bench.py's report.  Every bar is a median of a cell's runs; --print also writes the numbers behind each bar, so
+that a chart can be checked against its table.  Needs python3-matplotlib
+(make deps-bench).
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOCAL = 'bench/results/2026-12-04/local-mid.jsonl'
+SLOWDISK = 'bench/results/2026-12-03/slowdisk.md'
+
+# The delete scenarios that have rm -rf as a peer, in the page's order.
+LOCAL_SCENARIOS = ['flat', 'rflat', 'wide', 'deep', 'big']
+LOCAL_PEERS = [('rsync-de --delete-only', 'rsync-de --delete-only', '#1f77b4'),
+               ('stock -a --delete', 'rsync 3.5.1 -a --delete', '#aaaaaa')]
+
+# (label, model, fs, tree) for the slow-disk chart; 100 x 400 files.
+SLOW_CELLS = [('hdd, shuffled', 'hdd', 'ext4-j4', 'shuffled'),
+              ('hdd, cp -al snapshot', 'hdd', 'ext4-j4', 'snapshot'),
+              ('cloud 400 IOPS, shuffled', 'cloud', 'ext4-j4', 'shuffled'),
+              ('cloud 400 IOPS, snapshot', 'cloud', 'ext4-j4', 'snapshot'),
+              ('hdd, created in order', 'hdd', 'ext4-j4', 'in-order'),
+              ('hdd, one dir of 40,000', 'hdd', 'ext4-j4', 'flat')]
+SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
+              ('rm', 'rm -rf', '#d62728'),
+              ('stock', 'rsync 3.5.1 -a --delete', '#aaaaaa')]
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def local_ratios(records):
+    """{(fs, scenario): {peer: median / rm -rf's median}} of the cold cells."""
+    out = {}
+    for r in records:
+        if r.get('kind') != 'cell' or r.get('cache') != 'cold':
+            continue
+        peers = r['peers']
+        rm = peers.get('rm -rf')
+        if r['scenario'] not in LOCAL_SCENARIOS or not rm or rm['failed']:
+            continue
+        base = statistics.median(rm['times'])
+        out[(r['fs'], r['scenario'])] = {
+            p: statistics.median(v['times']) / base
+            for p, v in peers.items() if not v['failed']}
+    return out
+
+
+def local_table(records):
+    """docs/BENCHMARKS.md's table of the fast local disks, in Markdown."""
+    names = {'flat': 'flat 100,000', 'rflat': 'rflat 100,000', 'wide': 'wide 200 x 500',
+             'deep': 'deep 2,000 x 50', 'big': 'big 4,000 x 1 MiB', 'sync': 'sync 100 x 1,000'}
+    de, dea, st, rm = ('rsync-de --delete-only', 'rsync-de -a --delete',
+                       'stock -a --delete', 'rm -rf')
+    cells = {(r['fs'], r['scenario']): r['peers'] for r in records
+             if r.get('kind') == 'cell' and r.get('cache') == 'cold'}
+    out = ['| fs | tree | rsync-de --delete-only s | rm -rf s | stock -a --delete s '
+           '| --delete-only vs rm -rf | vs stock | -a --delete vs stock |',
+           '| --- | --- | --- | --- | --- | --- | --- | --- |']
+
+    def med(peers, p):
+        v = peers.get(p)
+        return statistics.median(v['times']) if v and not v['failed'] else None
+
+    for fs in ('ext4', 'xfs', 'tmpfs'):
+        for sc in names:
+            peers = cells.get((fs, sc))
+            if not peers:
+                continue
+            m = {p: med(peers, p) for p in (de, dea, st, rm)}
+            sec = lambda p: f'{m[p]:.3f}' if m[p] else ('fails' if p in peers else 'not timed')  # noqa: E731
+            rat = lambda a, b: f'{m[a] / m[b]:.2f}' if m[a] and m[b] else '-'  # noqa: E731
+            out.append(f'| {fs} | {names[sc]} | {sec(de)} | {sec(rm) if rm in peers else "-"} '
+                       f'| {sec(st)} | {rat(de, rm)} | {rat(de, st)} | {rat(dea, st)} |')
+    return '\n'.join(out)
+
+
+def slow_medians(path):
+    """{(model, fs, tree): {peer: median seconds}} of the 100 x 400 cells
+    in bench/slowdisk/bench.py's report, the first cell of each.
+
+    The report, not the JSON lines: several cells ran at once, so their
+    records interleave and carry no cell of their own; the report wrote
+    each cell's table as it ended.
+    """
+    out = {}
+    key = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r'### (\S+), (\S+), (\S+) 100 x 400 \((\d+) rounds', line)
+            if line.startswith('### '):
+                key = (m.group(1), m.group(2), m.group(3)) if m and int(m.group(4)) >= 3 else None
+                if key in out:
+                    key = None
+                elif key:
+                    out[key] = {}
+                continue
+            cols = [c.strip() for c in line.split('|')]
+            if key and len(cols) > 3 and re.fullmatch(r'[\d.]+', cols[2]):
+                out[key][cols[1]] = float(cols[2])
+    return out
+
+
+def bars(ax, labels, series, xlabel, fmt, missing=''):
+    """Grouped horizontal bars, each with its value written at its end.
+
+    series is [(legend, colour, [value per label])]; a value of None (the
+    peer failed or was not run) gets the text `missing` instead of a bar.
+    """
+    n = len(series)
+    h = 0.8 / n
+    for i, (legend, colour, values) in enumerate(series):
+        ys = [j + (i - (n - 1) / 2) * h for j in range(len(labels))]
+        ax.barh(ys, [v or 0 for v in values], height=h, color=colour, label=legend)
+        for y, v in zip(ys, values):
+            ax.text(v or 0, y, ' ' + (fmt.format(v) if v else missing),
+                    va='center', fontsize='x-small')
+    ax.margins(x=0.15)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.grid(axis='x', alpha=0.3)
+
+
+def chart_local(plt, ratios, path, show):
+    cells = [(fs, sc) for fs in ('ext4', 'xfs', 'tmpfs') for sc in LOCAL_SCENARIOS
+             if (fs, sc) in ratios]
+    if not cells:
+        sys.exit('charts: no cold delete cells with rm -rf in the local records')
+    labels = [f'{fs} {sc}' for fs, sc in cells]
+    series = [(legend, colour, [ratios[c].get(peer) for c in cells])
+              for peer, legend, colour in LOCAL_PEERS]
+    fig, ax = plt.subplots(figsize=(7, 0.32 * len(cells) + 1.4))
+    bars(ax, labels, series, 'time relative to rm -rf (lower is faster)', '{:.2f}',
+         missing='not timed')
+    ax.axvline(1.0, color='#d62728', linewidth=1, label='rm -rf')
+    ax.set_title('Fast local disks, cold cache, 100,000 files')
+    ax.legend(loc='lower right', fontsize='small')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+    if show:
+        for label, c in zip(labels, cells):
+            print(f'{path}: {label}: ' + ', '.join(
+                f'{p} {ratios[c][p]:.2f}' for p, _, _ in LOCAL_PEERS if p in ratios[c]))
+
+
+def chart_slow(plt, med, path, show):
+    cells = [c for c in SLOW_CELLS if c[1:] in med]
+    if not cells:
+        sys.exit('charts: no 100 x 400 cells in the slow-disk records')
+    labels = [c[0] for c in cells]
+    series = [(legend, colour, [med[c[1:]].get(peer) for c in cells])
+              for peer, legend, colour in SLOW_PEERS]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(cells) + 1.4))
+    bars(ax, labels, series, 'seconds, delete + sync (lower is faster)', '{:.1f}')
+    ax.set_title('Slow disks (disk model): 40,000 files, ext4, 4 MiB journal')
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.15), ncol=3, fontsize='small')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+    if show:
+        for label, c in zip(labels, cells):
+            print(f'{path}: {label}: ' + ', '.join(
+                f'{p} {med[c[1:]][p]:.1f} s' for p, _, _ in SLOW_PEERS if p in med[c[1:]]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--local', default=os.path.join(TOP, LOCAL), help='bench/run.py records')
+    ap.add_argument('--slowdisk', default=os.path.join(TOP, SLOWDISK),
+                    help="bench/slowdisk/bench.py's report (Markdown)")
+    ap.add_argument('--out', default=os.path.join(TOP, 'docs', 'img'), help='directory for the PNGs')
+    ap.add_argument('--print', action='store_true', help='print the value behind every bar')
+    ap.add_argument('--table', action='store_true',
+                    help="print the page's table of the --local records and draw nothing")
+    a = ap.parse_args()
+    if a.table:
+        print(local_table(read_jsonl(a.local)))
+        return
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit('charts: needs python3-matplotlib (make deps-bench)')
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    os.makedirs(a.out, exist_ok=True)
+    chart_local(plt, local_ratios(read_jsonl(a.local)), os.path.join(a.out, 'local.png'), a.print)
+    chart_slow(plt, slow_medians(a.slowdisk), os.path.join(a.out, 'slowdisk.png'), a.print)
+
+
+if __name__ == '__main__':
+    main()
