@@ -64,11 +64,8 @@ struct de_config {
 	/*
 	 * With rate: removals come in bursts of this many, back to back,
 	 * each burst rate_burst / rate seconds after the last (0 or 1: evenly
-	 * spaced).  On ext4 next to a writer that syncs, every journal commit
-	 * carries the bitmaps, group descriptors and directory blocks that
-	 * the removals since the last commit touched, so the same blocks are
-	 * written once per commit: evenly spaced removals touch them in every
-	 * commit, bursts in few (docs/BENCHMARKS.md, "polite").
+	 * spaced).  Bursts journal each metadata block once rather than in
+	 * every commit (README.md, "Heuristics").
 	 */
 	unsigned rate_burst;
 	/*
@@ -91,9 +88,8 @@ struct de_config {
 	/*
 	 * With adaptive and a signal: for this many milliseconds after
 	 * others start waiting, no removals at all; rate_busy (or rate)
-	 * applies only while they wait longer (0: at once).  Even slow
-	 * removals leave a writer their metadata's write-back to pay; I/O
-	 * that ends within the time pays none of it (pace.c).
+	 * applies only while they wait longer (0: at once).  Why: README.md,
+	 * "Heuristics".
 	 */
 	unsigned yield_ms;
 	/*

@@ -2,13 +2,13 @@
  * global.c - the global schedule: one inode order across a window of the
  * tree, for disks where the cost is requests, not CPU.
  *
- * The per-directory schedule (tree.c) unlinks each directory's files in
+ * The per-directory schedule (sched.c) unlinks each directory's files in
  * inode order, one directory after another.  When a tree grew over time,
  * the inodes of one directory are spread over the whole inode table, so
  * every directory dirties most inode-table blocks again.  On ext4, once
  * what is dirtied exceeds the journal, each block is written home again
  * and again: on a rotating disk or an IOPS-capped volume that is the
- * whole cost (bench/slowdisk, docs/BENCHMARKS.md "slowdisk").
+ * whole cost (bench/slowdisk, docs/BENCHMARKS.md, "Slow disks").
  *
  * Here the calling thread reads a window of directories (depth first),
  * then unlinks every non-directory of the window in one ascending inode
@@ -26,11 +26,12 @@
  * (policy.c de__slow_reads), the window and the rest of the tree go to
  * the pool, directory by directory, as if the run had begun there.
  *
- * Everything else is tree.c's: the same nodes, scan (fd-relative,
- * O_NOFOLLOW, identity and mount checks, -x), fd cache, unlink, rmdir
- * and reports.  Only unordered runs without hooks take this schedule
- * (run.c): ordered reports, --max-delete, dry runs and the dispose hook
- * need the canonical order, which the per-directory schedule keeps.
+ * Everything else is shared with the per-directory schedule: the same
+ * nodes and fd cache (node.c), scan (scan.c: fd-relative, O_NOFOLLOW,
+ * identity and mount checks, -x), unlink, rmdir and reports.  Only
+ * unordered runs without hooks take this schedule (run.c): ordered
+ * reports, --max-delete, dry runs and the dispose hook need the canonical
+ * order, which the per-directory schedule keeps.
  */
 #include "internal.h"
 
@@ -104,7 +105,7 @@ static int win_add(struct de__global *g, struct de__node *n)
 /*
  * Make n's child nodes and push them, last first, so that the first is
  * read next (depth first, in listing order).  Without memory for the
- * stack, n's directories fail with ENOMEM, as when tree.c cannot make a
+ * stack, n's directories fail with ENOMEM, as when sched.c cannot make a
  * node.
  */
 static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
@@ -160,7 +161,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	if (v)
 		qsort(v, nv, sizeof(*v), by_ino);
 	/* Without memory for the order, de__files_run() below unlinks each
-	 * directory's files as listed, as tree.c does. */
+	 * directory's files as listed, as sched.c does. */
 	for (i = 0; i < nv; i++) {
 		struct de__node *n = v[i].n;
 		struct de__ent *e = &n->ents[v[i].i];
@@ -224,10 +225,10 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 
 	/*
 	 * A huge directory read last is this thread's to unlink, as a
-	 * directory task the calling thread runs (tree.c de__task): its
-	 * listing is still in this CPU's cache.  A worker taking one
-	 * 100,000-file directory made it 4% slower (docs/BENCHMARKS.md,
-	 * "Slow disks").  Smaller ones go to the pool like the rest.
+	 * directory task the calling thread runs (sched.c de__task): its
+	 * listing is still in this CPU's cache.  A worker taking it was
+	 * slower (docs/BENCHMARKS.md, "Before and after").  Smaller ones go
+	 * to the pool like the rest.
 	 */
 	if (g->nwin && g->win[g->nwin - 1]->nents > PROBE_ENTS_MAX)
 		mine = g->win[--g->nwin];
@@ -272,10 +273,10 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 		(void)de__scan(ctx, n, ctx->caller_buf, 0);
 		if (g->probing)
 			probe(g, n, de__now_ns() - t0);
-		ctx->tick(ctx);
+		ctx->run.tick(ctx);
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
-			 * cancelled: tree.c finishes it at once. */
+			 * cancelled: sched.c finishes it at once. */
 			de__phase2(ctx, n, 0);
 			continue;
 		}

@@ -87,7 +87,7 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
 long de__fs_type(int fd);
 size_t de__journal_tx_blocks(int fd);
 
-/* ---- tree.c: the tree of directories in progress ----------------------- */
+/* ---- node.c, scan.c, sched.c: the tree of directories in progress ---- */
 
 enum { NS_NEW, NS_QUEUED, NS_RUNNING, NS_SCANNED, NS_P2, NS_FILES,
        NS_FINAL };
@@ -130,15 +130,15 @@ struct de__node {
 	int kept;		/* a child was not removed */
 	int state;		/* NS_* (tree lock) */
 	int chunks;		/* unlink chunks pending */
-	int deferred;		/* on ctx->deferred */
-	int inwin;		/* counted in ctx->win_live */
+	int deferred;		/* on ctx->run.deferred */
+	int inwin;		/* counted in ctx->run.win_live */
 	int skip_scan;		/* not entered: res/op/err say why */
 	int p2sub;		/* phase 2 started */
 	struct de__node *rnext;	/* ready queue: scanned, waiting for a
 				 * phase-2 slot (tree lock) */
 	int rpinned;		/* on the ready queue with its fd pinned */
 	int early;		/* children made and scheduled by the thread
-				 * that scanned n (tree.c run_phase2), so
+				 * that scanned n (sched.c run_phase2), so
 				 * phase 2 must not make them again */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
@@ -172,32 +172,24 @@ struct de__chunk {
 
 struct de__pacer;			/* pace.c's own */
 
-struct de_ctx {
-	struct de_config cfg;
-	de_fault_fn fault;		/* delete_engine_test.h; NULL */
-	void *fault_arg;
-	struct de__pool pool;
-	int pool_ready;
-	pid_t pid;
-	unsigned nthreads;		/* pool size */
-	unsigned run_threads;		/* workers allowed in this run */
-	void *caller_buf;
-	int fd_budget;
-
-	/* Per de_remove() state; tree lock protects everything below. */
+/*
+ * One context, in three parts, each owned by the code that uses it:
+ * what lives as long as the context (ctx.c), one de_remove() call's run
+ * (struct de__run: run.c sets it up, sched.c and global.c work in it),
+ * and the phase-2 scheduler's queue, which outlives a call (struct
+ * de__sched, sched.c).  The pacer's state is pace.c's own.
+ */
+struct de__run {
+	/* Tree lock (ctx->mu) protects everything but what says otherwise. */
 	unsigned flags;			/* cfg.flags and de_opts.flags */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;		/* the calling thread waits here */
-	int waiting;
+	int waiting;			/* the calling thread waits on ctx->cv */
 	const struct de_hooks *hooks;
 	struct de_hooks nohooks;
 	int ordered;			/* walk the tree to emit */
 	int serial;			/* emitter removes (limit, dry run) */
 	int hookmode;			/* enter_dir set */
 	int global;			/* global.c's schedule */
-	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
-	size_t global_ents, global_blocks;
-	int cancel;
+	int cancel;			/* atomic: de__cancelled() */
 	int nfds;
 	unsigned win_max, win_live;
 	uint64_t pending_dirs;
@@ -208,55 +200,81 @@ struct de_ctx {
 	size_t ev_ents;			/* entries their listings hold */
 	uint64_t scans_inflight;
 	struct de__node *root;
-	long long limit_left;
+	long long limit_left;		/* the calling thread's (de_limit_take) */
 	int limit_hit;
 	dev_t start_dev;
+	/* The plan for this call's file system (policy.c de__plan). */
+	unsigned run_threads;		/* workers allowed */
 	int split_min;			/* split a directory's unlinks from */
 	int split_idle_min;		/* ... or from this with nothing queued */
-	/*
-	 * Phase-2 admission (tree.c de__run_phase2): p2_active workers are
-	 * unlinking; another may join only while at least p2_gate directory
-	 * tasks are queued (0: always).  Scanned nodes that may not join
-	 * wait on the ready queue (FIFO) for a worker already in phase 2.
-	 * nready and ready_ents (the entries their listings hold) bound the
-	 * scanning thread's run ahead along a chain: at most ahead_max
-	 * nodes and READY_ENTS_MAX entries.
-	 */
-	int p2_active;
-	unsigned p2_gate;
-	struct de__node *ready, *ready_tail;
-	unsigned nready, ahead_max;
+	unsigned p2_gate;		/* policy.c p2_gate */
 	int p2_help;			/* policy.c p2_help */
-	size_t ready_ents;
+	/* Nodes a reader may hold scanned ahead on a chain (sched.c
+	 * run_phase2), and READY_ENTS_MAX entries. */
+	unsigned ahead_max;
 	struct de_summary sum;
 	struct de_progress prog;
 	uint64_t t0_ms;
 	uint64_t last_prog_ms;
+	/* The report buffer ctx->pbuf starts with this node's path
+	 * (pbuf_node->pathlen bytes), or nothing is known when NULL.  Only
+	 * the emitter frees nodes, and it moves pbuf_node to the parent
+	 * first (run.c free_node). */
+	const struct de__node *pbuf_node;
+	/* Successful unlinks and rmdirs, counted by the workers as they go
+	 * (atomic): reports of a directory's entries may wait until the
+	 * directory is done, and progress must not stall meanwhile. */
+	uint64_t unlinked;
+	pthread_t caller;		/* the thread in de_remove() */
+	unsigned caller_ticks;		/* its removals (sched.c) */
+	/* Lets the run deliver progress from the calling thread while it
+	 * makes removals itself (sched.c de__remove_at, every 64th): a call
+	 * up the layers, through a pointer (README.md, "Layers"). */
+	void (*tick)(de_ctx *ctx);
+};
+
+/*
+ * Phase-2 admission (sched.c run_phase2): p2_active workers are
+ * unlinking; another may join only while at least run.p2_gate directory
+ * tasks are queued (0: always).  Scanned nodes that may not join wait on
+ * the ready queue (FIFO) for a worker already in phase 2.  Not reset per
+ * call: all are back to 0/NULL when the root is final, but the last
+ * worker may not have left run_phase2 yet when the next call starts (it
+ * only takes the lock and finds the queue empty, or takes the new call's
+ * node, both fine).  Tree lock.
+ */
+struct de__sched {
+	int p2_active;
+	struct de__node *ready, *ready_tail;
+	unsigned nready;
+	size_t ready_ents;		/* the entries their listings hold */
+};
+
+struct de_ctx {
+	struct de_config cfg;
+	de_fault_fn fault;		/* delete_engine_test.h; NULL */
+	void *fault_arg;
+	struct de__pool pool;
+	int pool_ready;
+	pid_t pid;
+	unsigned nthreads;		/* pool size */
+	void *caller_buf;
+	int fd_budget;
+	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
+	size_t global_ents, global_blocks;
+	pthread_mutex_t mu;		/* the tree lock */
+	pthread_cond_t cv;		/* the calling thread waits here */
 	char *pbuf;			/* report paths (calling thread) */
 	size_t pcap;
-	/* pbuf starts with this node's path (pbuf_node->pathlen bytes),
-	 * or nothing is known when NULL.  Only the emitter frees nodes, and
-	 * it moves pbuf_node to the parent first (run.c free_node). */
-	const struct de__node *pbuf_node;
-
 	struct de__pacer *pace;		/* pace.c: the rate limit */
-
-	/* Successful unlinks and rmdirs in this de_remove(), counted by
-	 * the workers as they go (atomic): reports of a directory's
-	 * entries may wait until the directory is done, and progress must
-	 * not stall meanwhile. */
-	uint64_t unlinked;
-	pthread_t caller;			/* the thread in de_remove() */
-	unsigned caller_ticks;			/* its removals (tree.c) */
 	/*
-	 * Calls down only: the layers below reach the ones above through
-	 * these, set once (ctx.c, run.c).  shed_fd closes a held, unpinned
-	 * fd (tree.c de__shed_fd; sys.c under EMFILE); tick lets the run
-	 * deliver progress from the calling thread while it makes removals
-	 * itself (tree.c de__remove_at, every 64th).
+	 * Closes a held, unpinned fd (node.c de__shed_fd) for sys.c under
+	 * EMFILE: a call up the layers, through a pointer set once (ctx.c).
 	 */
 	int (*shed_fd)(de_ctx *ctx);
-	void (*tick)(de_ctx *ctx);
+
+	struct de__run run;		/* this de_remove() call */
+	struct de__sched sched;		/* sched.c's, across calls */
 };
 
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
@@ -272,10 +290,55 @@ uint64_t de__now_ns(void);
 /* Set by the calling thread, polled by workers without the lock. */
 static inline int de__cancelled(de_ctx *ctx)
 {
-	return __atomic_load_n(&ctx->cancel, __ATOMIC_RELAXED);
+	return __atomic_load_n(&ctx->run.cancel, __ATOMIC_RELAXED);
 }
 int de__ctx_start(de_ctx *ctx);
 
+/* The tree lock (ctx->mu): node.c, scan.c, sched.c and run.c say what
+ * it protects. */
+static inline void de__lock(de_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->mu);
+}
+
+static inline void de__unlock(de_ctx *ctx)
+{
+	pthread_mutex_unlock(&ctx->mu);
+}
+
+
+
+/*
+ * The node and event lists, all under the tree lock, named by their link
+ * fields: the live list and the deferred stack are doubly linked (pushed
+ * at the head, unlinked from anywhere), the event and ready queues are
+ * FIFOs (appended at the tail).
+ */
+#define DLIST_PUSH(head, e, next, prev) do {				\
+	(e)->prev = NULL;						\
+	(e)->next = (head);						\
+	if (head)							\
+		(head)->prev = (e);					\
+	(head) = (e);							\
+} while (0)
+
+#define DLIST_DEL(head, e, next, prev) do {				\
+	if ((e)->prev)							\
+		(e)->prev->next = (e)->next;				\
+	else								\
+		(head) = (e)->next;					\
+	if ((e)->next)							\
+		(e)->next->prev = (e)->prev;				\
+} while (0)
+
+#define FIFO_APPEND(head, tail, e, next) do {				\
+	(e)->next = NULL;						\
+	if (tail)							\
+		(tail)->next = (e);					\
+	else								\
+		(head) = (e);						\
+	(tail) = (e);							\
+} while (0)
 
 /* pace.c */
 int de__pace_init(de_ctx *ctx);
@@ -283,12 +346,24 @@ void de__pace_destroy(de_ctx *ctx);
 void de__pace(de_ctx *ctx);
 unsigned de__pace_rate(de_ctx *ctx);
 
-/* tree.c */
+/* node.c: nodes and their fds */
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 			      const char *name, size_t len, uint64_t ino);
 void de__node_free(de_ctx *ctx, struct de__node *n);
 int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd);
 void de__node_unpin(de_ctx *ctx, struct de__node *n);
+int de__unpin_locked(de_ctx *ctx, struct de__node *n);
+int de__shed_fd(de_ctx *ctx);
+void de__wake(de_ctx *ctx);
+void de__signal(de_ctx *ctx);
+
+/* scan.c: reading one directory */
+#define DE__SCAN_FINISH	2
+int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+int de__add_ent(struct de__node *n, const char *name, size_t len,
+		uint64_t ino, enum de_type type);
+
+/* sched.c: the parallel schedule */
 int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
 void de__prepare_serial(de_ctx *ctx, struct de__node *n);
 void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
@@ -298,16 +373,12 @@ void de__pump(de_ctx *ctx);
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
 void de__task(struct de__work *w, void *buf);
 void de__p2task(struct de__work *w, void *buf);
-void de__signal(de_ctx *ctx);
-int de__shed_fd(de_ctx *ctx);
 int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 		  int pace);
 int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err);
-int de__add_ent(struct de__node *n, const char *name, size_t len,
-		uint64_t ino, enum de_type type);
 void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);
 void de__node_keep(de_ctx *ctx, struct de__node *n);
@@ -339,7 +410,7 @@ int de__global_step(de_ctx *ctx, struct de__global *g);
  * DE_R_VANISHED (ENOENT: someone else removed the entry, or the directory
  * that held it, after it was listed; stock rsync, which goes by path,
  * sees the same) or DE_R_FAILED with *err set.  Inline: it runs once per
- * unlinked file (tree.c unlink_range).
+ * unlinked file (sched.c unlink_range).
  */
 static inline int de__rm_result(int rc, int *err)
 {

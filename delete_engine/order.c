@@ -35,7 +35,7 @@ static int cmp_canon(const void *a, const void *b, void *arg)
 /* Sort n's listing into canonical order. */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n)
 {
-	struct sortarg s = { n, ctx->hooks->compare,
+	struct sortarg s = { n, ctx->run.hooks->compare,
 			     !!(ctx->cfg.flags & DE_F_PLAIN_ORDER) };
 
 	if (n->nents > 1)

@@ -1,68 +1,27 @@
 /*
  * pace.c - a rate limit on removals, for deleting politely.
  *
- * de_config.rate caps the entries removed per second, over all workers
- * together.  Every unlinkat() or rmdir goes through de__pace() first,
- * and so does every entry handed to the dispose hook instead (rsync's
- * --backup renames, which cost the file system what an unlink does),
- * which hands out start times rate apart: a worker takes the next free
- * slot under the lock and sleeps until it outside the lock, so N workers
- * together still make at most rate removals in any second, and a run of
- * n entries takes at least (n - 1) / rate seconds, which bounds how long
- * a polite delete can last.  No slots are banked while nothing is
- * removed (a slot in the past is moved up to now), so an idle spell is
- * not followed by a burst.
+ * Every unlinkat() and rmdir, and every entry the dispose hook takes
+ * instead (rsync's --backup renames), first calls de__pace(), which
+ * hands out start times: de_config.rate removals a second over all
+ * workers, in bursts of rate_burst.  A worker takes the next slot under
+ * the lock and sleeps until it outside the lock.  No slots are banked
+ * while nothing is removed, so an idle spell is not followed by a burst.
  *
- * de_config.rate_burst B makes the slots B / rate apart and lets B
- * removals share each, back to back: n entries take at least
- * (ceil(n / B) - 1) * B / rate seconds.  Bursts are what ext4 wants next
- * to a writer that syncs: every journal commit writes each metadata
- * block (bitmaps, group descriptor, inode table and directory blocks)
- * that the removals since the previous commit touched, so removals spread
- * evenly over the writer's many commits journal the same blocks again
- * and again, and bunched into one commit a second, once (measured:
- * docs/BENCHMARKS.md, "Polite deletion").
+ * With de_config.adaptive the pace follows the other I/O: rate_max while
+ * no other process waits for the disk, rate_busy while one does, and
+ * nothing at all for the first yield_ms of such a spell.  The signal is
+ * Linux's PSI (/proc/pressure/io "some"), which counts this deletion's
+ * own waits too, so it is read in quiet windows: every removal waits
+ * PACE_PROBE_NS, and the waiting that grows meanwhile is others'.  A
+ * busy window is looked at again PACE_CONFIRM_NS on, then twice as far
+ * after each busy one, up to PACE_REPROBE_NS, so full speed is back
+ * within about a second of the others' end.  At full speed the signal is
+ * read every PACE_LOOK_NS, and a jump in it brings a window at once.
  *
- * de_config.adaptive makes the pace follow the other I/O: rate_busy
- * (rate when 0 or higher) while another process waits for the disk,
- * rate_max (0: no limit) while none does, and rate without a signal.
- * The signal is the time tasks have spent waiting for I/O (Linux
- * PSI, /proc/pressure/io "some"), which counts this deletion's own waits
- * too: its reads of cold directories and inode tables, and the journal
- * and write-back work its removals cause.  So the engine asks in quiet
- * windows: every removal waits for PACE_PROBE_NS, and the waiting that
- * grows meanwhile is others' (a writer that syncs waits most of the
- * time).  BUSY_PERMILLE of the window or more: others wait, and the
- * slow pace applies until the next window, PACE_CONFIRM_NS on after a
- * quiet one and twice as far after each busy one in a row, up to
- * PACE_REPROBE_NS.  So the pace is back up within about a second of the
- * writer stopping, and within a tenth of one when all that waited was
- * the deletion's own write-back still under way (xfs's log writes on a
- * loop device wait in the loop's worker); a burst the slow pace would
- * start after the next window waits for it.  Less: no limit, and the
- * signal is read every PACE_LOOK_NS; a stretch where it grows by
- * BUSY_PERMILLE or more (a writer starting, or this deletion's own
- * stalls) brings a quiet window at once, at most one per
- * PACE_SUSPECT_NS.  The first removal waits for the first window, so
- * that a deletion next to a writer never starts at full speed.
- * Why quiet windows and these numbers: docs/BENCHMARKS.md, "Polite
- * deletion that adapts" and "a busy quiet window is looked at again
- * 0.1 s on".  rate_busy is lower than rate because most of
- * what a removal costs the disk (the metadata it dirties) is written
- * back later, by the flusher, where the writer pays it all the same: a
- * pace that looks polite while the writer runs can leave it a debt
- * (docs/BENCHMARKS.md, "What a polite deletion leaves behind").
- *
- * de_config.yield_ms holds all removals for that long once a window
- * finds others waiting after one that did not (or the first window
- * does): the slow pace applies only to a spell of their waiting that
- * lasts longer, and a quiet window ends the spell.  Even at the slow
- * pace, removals beside a writer leave it their metadata's write-back
- * to pay, at its end or while it runs; I/O that ends within the yield
- * pays none of it, and a deletion beside longer I/O only starts that
- * much later (docs/BENCHMARKS.md, "Polite deletion yields first").
- * The calling thread delivers progress between its looks while it
- * waits.
+ * Why bursts, why 100 a second while others wait and why yield first:
+ * delete_engine/README.md, "Heuristics"; the measurements are in
+ * docs/BENCHMARKS.md, "Polite deletion".
  *
  * The pacer's state (struct de__pacer) is this file's alone.  Lock
  * rules: its mu protects its fields; nothing else is taken while it is
@@ -361,8 +320,8 @@ void de__pace(de_ctx *ctx)
 		/* A yield lasts seconds: the calling thread still delivers
 		 * progress, which is how rsync sends keep-alives, and a
 		 * cancelled run does not wait for it to end. */
-		if (ctx->tick && pthread_equal(pthread_self(), ctx->caller))
-			ctx->tick(ctx);
+		if (ctx->run.tick && pthread_equal(pthread_self(), ctx->run.caller))
+			ctx->run.tick(ctx);
 		if (de__cancelled(ctx))
 			return;
 		now = now_ns();
@@ -408,13 +367,9 @@ unsigned de__pace_rate(de_ctx *ctx)
 }
 
 /*
- * See delete_engine.h.  While others wait, 100 a second and not 500: the
- * flusher writes the metadata a removal dirtied in place later, and a
- * writer beside it pays for that too; in one burst a second, because
- * ext4 writes every block the removals since its last journal commit
- * touched in each commit, and a writer that syncs commits often.  And
- * nothing for the first 30 s: I/O that ends within that pays none of it
- * (docs/BENCHMARKS.md, "Polite deletion yields first").
+ * See delete_engine.h.  The numbers (500 a second in one burst, 100 while
+ * others wait, nothing for the first 30 s) and why: delete_engine/README.md,
+ * "Heuristics".
  */
 void de_config_polite(struct de_config *cfg, unsigned rate)
 {

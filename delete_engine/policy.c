@@ -35,7 +35,7 @@
  * Nor on CIFS with noserverino (the client numbers readdir and stat
  * apart) or overlayfs without xino (the layer's d_ino).  NFS, 9p, Lustre
  * and CephFS list the numbers stat gives, and keep the d_ino check, which
- * also tells a same-device bind mount (tree.c de__scan).  So does the
+ * also tells a same-device bind mount (scan.c de__scan_node).  So does the
  * portable build, which knows no f_type (0): there the check is the only
  * catch of such a mount, and sshfs directories are refused instead.
  */
@@ -67,14 +67,12 @@ static int forced(const de_ctx *ctx, unsigned off, unsigned on, int guess)
  * Measured (docs/BENCHMARKS.md, "Engine heuristics"): on ext4 a 200k-file
  * directory unlinked in inode order instead of hash (readdir) order takes
  * less time, because the inode table and bitmaps are then touched
- * sequentially (on a throttled slow disk the order changes only when the
- * writes happen, not how many: "A slow disk").  On tmpfs there is no on-disk layout and the
- * sort is pure overhead; gnulib fts skips it on
- * tmpfs, NFS, CIFS and Lustre (bug#80106: the sort defeated Lustre's
- * statahead, about 9x slower), and so do we.  Nor on FUSE, 9p or CephFS:
- * every unlink there is a round trip to a server with a layout of its own,
- * and on FUSE d_ino is often meaningless (de__dino_is_stat: sshfs lists
- * every entry as 0xffffffff).
+ * sequentially.  On tmpfs there is no on-disk layout and the sort is pure
+ * overhead; gnulib fts skips it on tmpfs, NFS, CIFS and Lustre (bug#80106:
+ * the sort defeated Lustre's statahead), and so do we.  Nor on FUSE, 9p
+ * or CephFS: every unlink there is a round trip to a server with a layout
+ * of its own, and on FUSE d_ino is often meaningless (de__dino_is_stat:
+ * sshfs lists every entry as 0xffffffff).
  */
 int de__want_inode_sort(de_ctx *ctx, long fstype)
 {
@@ -91,7 +89,7 @@ int de__want_inode_sort(de_ctx *ctx, long fstype)
 /*
  * Whether a d_ino that differs from stat's may only be the lower layer's:
  * overlayfs without xino lists the layer's inode numbers, so there a
- * differing d_ino does not tell a bind mount (tree.c de__scan).
+ * differing d_ino does not tell a bind mount (scan.c de__scan_node).
  */
 int de__dino_from_layer(long fstype)
 {
@@ -176,7 +174,7 @@ static unsigned threads_for(de_ctx *ctx, long fstype)
 }
 
 /*
- * Phase-2 admission gate (tree.c run_phase2): how many directory tasks
+ * Phase-2 admission gate (sched.c run_phase2): how many directory tasks
  * must be queued before a second thread may unlink at the same time as
  * another; below that, extra workers only read directories ahead.
  * 0: no gate (every worker unlinks whatever it scanned).
@@ -231,7 +229,7 @@ int de__sort_targets(de_ctx *ctx, long fstype)
 
 /*
  * Whether a reader that is a full ready queue ahead of the unlinker on a
- * narrow tree (tree.c run_phase2) unlinks the directory it just read
+ * narrow tree (sched.c run_phase2) unlinks the directory it just read
  * itself rather than wait: 1 on ext4 only, where the reader otherwise
  * spends most of the run waiting for the one unlinker.  Not on xfs (a
  * second unlinker there is what the gate is for) nor btrfs (serial).
@@ -255,21 +253,21 @@ static int p2_help(de_ctx *ctx, long fstype)
  */
 unsigned de__plan(de_ctx *ctx, long fstype)
 {
-	if (!ctx->serial && want_serial(ctx, fstype)) {
-		ctx->serial = 1;
-		ctx->ordered = 1;
+	if (!ctx->run.serial && want_serial(ctx, fstype)) {
+		ctx->run.serial = 1;
+		ctx->run.ordered = 1;
 	}
-	ctx->global = !ctx->ordered &&
+	ctx->run.global = !ctx->run.ordered &&
 		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
 		 (ctx->cfg.schedule == DE_SCHED_AUTO && !latency_bound(fstype)));
-	ctx->split_min = ctx->serial ? 0x7fffffff : 8192;
-	ctx->split_idle_min = ctx->serial ? 0x7fffffff : 256;
+	ctx->run.split_min = ctx->run.serial ? 0x7fffffff : 8192;
+	ctx->run.split_idle_min = ctx->run.serial ? 0x7fffffff : 256;
 	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
 }
 
 /* With threads workers: phase 2's gate and whether a reader helps. */
 void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads)
 {
-	ctx->p2_gate = threads > 1 ? p2_gate(ctx, fstype) : 0;
-	ctx->p2_help = p2_help(ctx, fstype);
+	ctx->run.p2_gate = threads > 1 ? p2_gate(ctx, fstype) : 0;
+	ctx->run.p2_help = p2_help(ctx, fstype);
 }

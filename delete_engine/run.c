@@ -35,14 +35,12 @@
  * Incremental: pbuf already starts with the path of pbuf_node, the node
  * whose path was built last, so only the part below the deepest common
  * ancestor of the two is written.  Reports come a directory at a time,
- * from parent to child or child to parent, so that is one name; building
- * each path from the root instead cost O(depth) per directory and took
- * 11% of all CPU samples (user and kernel) of rsync --delete-only and of
- * de-rm on a 2,000-level tree on tmpfs (perf record).
+ * from parent to child or child to parent, so that is one name, where
+ * building each path from the root would cost O(depth) per directory.
  */
 static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 {
-	const struct de__node *a = ctx->pbuf_node, *b = n, *m;
+	const struct de__node *a = ctx->run.pbuf_node, *b = n, *m;
 	size_t len = n->pathlen, pos;
 
 	if (len + extra + 2 > ctx->pcap) {
@@ -74,7 +72,7 @@ static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 		if (pos)
 			ctx->pbuf[--pos] = '/';
 	}
-	ctx->pbuf_node = n;
+	ctx->run.pbuf_node = n;
 	return (long)len;
 }
 
@@ -85,19 +83,19 @@ static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
  */
 static void free_node(de_ctx *ctx, struct de__node *c)
 {
-	const struct de__node *m = ctx->pbuf_node;
+	const struct de__node *m = ctx->run.pbuf_node;
 
 	/* Usually m is c itself (its report was the last path built). */
 	while (m && m->depth > c->depth)
 		m = m->parent;
 	if (m == c)
-		ctx->pbuf_node = c->parent;
+		ctx->run.pbuf_node = c->parent;
 	de__node_free(ctx, c);
 }
 
 static void count(de_ctx *ctx, int res, int type)
 {
-	struct de_summary *s = &ctx->sum;
+	struct de_summary *s = &ctx->run.sum;
 
 	switch (res) {
 	case DE_R_REMOVED:
@@ -119,28 +117,28 @@ static void maybe_progress(de_ctx *ctx, int force)
 	uint64_t now = de__now_ms();
 	struct de_progress p;
 
-	if (!force && now - ctx->last_prog_ms < ctx->cfg.progress_ms)
+	if (!force && now - ctx->run.last_prog_ms < ctx->cfg.progress_ms)
 		return;
-	ctx->last_prog_ms = now;
-	if (!ctx->hooks->progress || de__cancelled(ctx))
+	ctx->run.last_prog_ms = now;
+	if (!ctx->run.hooks->progress || de__cancelled(ctx))
 		return;
-	p.removed = __atomic_load_n(&ctx->unlinked, __ATOMIC_RELAXED);
-	if (p.removed < ctx->sum.removed_total)
-		p.removed = ctx->sum.removed_total;
-	p.failed = ctx->sum.failed;
+	p.removed = __atomic_load_n(&ctx->run.unlinked, __ATOMIC_RELAXED);
+	if (p.removed < ctx->run.sum.removed_total)
+		p.removed = ctx->run.sum.removed_total;
+	p.failed = ctx->run.sum.failed;
 	pthread_mutex_lock(&ctx->mu);
-	p.dirs_pending = ctx->prog.dirs_pending;
+	p.dirs_pending = ctx->run.prog.dirs_pending;
 	pthread_mutex_unlock(&ctx->mu);
-	p.elapsed_ms = now - ctx->t0_ms;
+	p.elapsed_ms = now - ctx->run.t0_ms;
 	p.pace = de__pace_rate(ctx);
-	if (ctx->hooks->progress(ctx->hooks->arg, &p)) {
+	if (ctx->run.hooks->progress(ctx->run.hooks->arg, &p)) {
 		pthread_mutex_lock(&ctx->mu);
-		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->run.cancel, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&ctx->mu);
 	}
 }
 
-/* ctx->tick: progress from the calling thread while it removes (tree.c
+/* ctx->run.tick: progress from the calling thread while it removes (sched.c
  * de__remove_at).  No lock is held here. */
 static void caller_tick(de_ctx *ctx)
 {
@@ -154,22 +152,22 @@ static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
 	struct de_report r;
 
 	count(ctx, res, type);
-	if (ctx->hooks->report && !de__cancelled(ctx)) {
+	if (ctx->run.hooks->report && !de__cancelled(ctx)) {
 		r.path = ctx->pbuf ? ctx->pbuf : "?";
 		r.type = (enum de_type)type;
 		r.mode = mode;
 		r.result = (enum de_result)res;
 		r.op = (enum de_op)op;
 		r.err = err;
-		r.dry_run = !!(ctx->flags & DE_F_DRY_RUN);
-		ctx->hooks->report(ctx->hooks->arg, &r);
+		r.dry_run = !!(ctx->run.flags & DE_F_DRY_RUN);
+		ctx->run.hooks->report(ctx->run.hooks->arg, &r);
 	}
 }
 
 /* Does the caller want reports of result res (de_hooks.skip_results)? */
 static int wanted(const de_ctx *ctx, int res)
 {
-	return !(ctx->hooks->skip_results & (1u << res));
+	return !(ctx->run.hooks->skip_results & (1u << res));
 }
 
 static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
@@ -220,7 +218,7 @@ static void report_self(de_ctx *ctx, struct de__node *c)
 static void sleep_locked(de_ctx *ctx)
 {
 	struct timespec ts;
-	uint64_t due = ctx->last_prog_ms + ctx->cfg.progress_ms;
+	uint64_t due = ctx->run.last_prog_ms + ctx->cfg.progress_ms;
 	uint64_t now = de__now_ms();
 	struct de__work *w;
 
@@ -239,9 +237,9 @@ static void sleep_locked(de_ctx *ctx)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		ctx->waiting = 1;
+		ctx->run.waiting = 1;
 		pthread_cond_timedwait(&ctx->cv, &ctx->mu, &ts);
-		ctx->waiting = 0;
+		ctx->run.waiting = 0;
 	}
 	pthread_mutex_unlock(&ctx->mu);
 	maybe_progress(ctx, 0);
@@ -311,22 +309,22 @@ static void call_enter(de_ctx *ctx, struct de__node *n)
 		free(d);
 		return;
 	}
-	rc = ctx->hooks->enter_dir(ctx->hooks->arg, ctx->pbuf, d, n->nents);
+	rc = ctx->run.hooks->enter_dir(ctx->run.hooks->arg, ctx->pbuf, d, n->nents);
 	for (i = 0; i < n->nents; i++)
 		if (d[i].action == DE_A_KEEP || d[i].action == DE_A_DONE)
 			n->ents[i].action = (uint8_t)d[i].action;
 	free(d);
 	if (rc) {
 		pthread_mutex_lock(&ctx->mu);
-		__atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->run.cancel, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&ctx->mu);
 	}
 }
 
 static void limit_take(de_ctx *ctx)
 {
-	if (ctx->limit_left > 0)
-		ctx->limit_left--;
+	if (ctx->run.limit_left > 0)
+		ctx->run.limit_left--;
 }
 
 /* Serial mode: ask the dispose hook about entry e of n, whose fd (pinned)
@@ -344,8 +342,9 @@ static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
 		ctx->pbuf[dlen] = '/';
 	memcpy(ctx->pbuf + pos, de__ent_name(n, e), e->len);
 	ctx->pbuf[pos + e->len] = 0;
-	a = ctx->hooks->dispose(ctx->hooks->arg, fd, de__ent_name(n, e), ctx->pbuf,
-				(enum de_type)e->type);
+	a = ctx->run.hooks->dispose(ctx->run.hooks->arg, fd,
+				    de__ent_name(n, e), ctx->pbuf,
+				    (enum de_type)e->type);
 	return a == DE_A_DONE || a == DE_A_KEEP ? a : DE_A_DELETE;
 }
 
@@ -361,12 +360,12 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		return;
 	}
 	e->done = 1;
-	if (ctx->limit_left == 0) {
+	if (ctx->run.limit_left == 0) {
 		e->res = DE_R_SKIPPED;
-		ctx->limit_hit = 1;
+		ctx->run.limit_hit = 1;
 		return;
 	}
-	if (ctx->flags & DE_F_DRY_RUN && !ctx->hooks->dispose) {
+	if (ctx->run.flags & DE_F_DRY_RUN && !ctx->run.hooks->dispose) {
 		e->res = DE_R_REMOVED;
 		limit_take(ctx);
 		return;
@@ -381,12 +380,12 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		kept = 1;
 		goto out;
 	}
-	if (ctx->hooks->dispose) {
+	if (ctx->run.hooks->dispose) {
 		/* The hook's rename (rsync: into a backup) takes the place of
 		 * the unlink, so it waits for the unlink's slot of
 		 * de_config.rate; a dry run, which unlinks nothing, is not
 		 * paced. */
-		if (!(ctx->flags & DE_F_DRY_RUN)) {
+		if (!(ctx->run.flags & DE_F_DRY_RUN)) {
 			de__pace(ctx);
 			paced = 1;
 		}
@@ -395,7 +394,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 	if (a != DE_A_DELETE) {
 		e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
 		kept = a == DE_A_KEEP;
-	} else if (ctx->flags & DE_F_DRY_RUN) {
+	} else if (ctx->run.flags & DE_F_DRY_RUN) {
 		e->res = DE_R_REMOVED;
 		kept = 0;
 	} else {
@@ -418,16 +417,16 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 	struct de__node *p = c->parent;
 	int res, op = 0, err = 0;
 
-	if (ctx->limit_left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
+	if (ctx->run.limit_left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
 		res = DE_R_SKIPPED;
-		ctx->limit_hit = 1;
+		ctx->run.limit_hit = 1;
 	} else if (c->skip_scan) {
 		res = c->res;
 		op = c->op;
 		err = c->err;
 	} else if (c->kept) {
 		res = DE_R_NOT_EMPTY;
-	} else if (ctx->flags & DE_F_DRY_RUN) {
+	} else if (ctx->run.flags & DE_F_DRY_RUN) {
 		res = DE_R_REMOVED;
 		limit_take(ctx);
 	} else {
@@ -468,14 +467,14 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 	long dlen;
 	size_t i;
 
-	if (n != ctx->root) {
-		if (ctx->hookmode && !de__cancelled(ctx)) {
+	if (n != ctx->run.root) {
+		if (ctx->run.hookmode && !de__cancelled(ctx)) {
 			call_enter(ctx, n);
 			entered = 1;
 		}
-		if (ctx->serial) {
+		if (ctx->run.serial) {
 			de__prepare_serial(ctx, n);
-		} else if (ctx->hookmode) {
+		} else if (ctx->run.hookmode) {
 			pthread_mutex_lock(&ctx->mu);
 			n->p2sub = 1;
 			n->work.fn = de__p2task;
@@ -483,7 +482,7 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 			de__pool_submit(&ctx->pool, &n->work, 1);
 		}
 	}
-	if (!ctx->serial)
+	if (!ctx->run.serial)
 		wait_state(ctx, n, NS_P2);
 	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
 		struct de__ent *e = &n->ents[i];
@@ -495,7 +494,7 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 				ordered_walk(ctx, c);
 			if (de__cancelled(ctx))
 				break;
-			if (ctx->serial)
+			if (ctx->run.serial)
 				serial_dir(ctx, c);
 			else
 				wait_state(ctx, c, NS_FINAL);
@@ -504,7 +503,7 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 			free_node(ctx, c);
 			de__pump(ctx);
 		} else {
-			if (ctx->serial)
+			if (ctx->run.serial)
 				serial_file(ctx, n, e);
 			else
 				wait_state(ctx, n, NS_FILES);
@@ -513,8 +512,8 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 		}
 		maybe_progress(ctx, 0);
 	}
-	if (entered && ctx->hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
-		ctx->hooks->leave_dir(ctx->hooks->arg, ctx->pbuf);
+	if (entered && ctx->run.hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
+		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
 }
 
 /* Unordered: deliver events until the root is final and none is left. */
@@ -524,16 +523,16 @@ static void emit_queued(de_ctx *ctx)
 	struct de__ev *ev;
 	struct de__node *c;
 
-	while ((ev = ctx->ev_head)) {
+	while ((ev = ctx->run.ev_head)) {
 		int mask = ev->kind;
 
 		c = ev->node;
-		ctx->ev_head = ev->next;
-		if (!ctx->ev_head)
-			ctx->ev_tail = NULL;
-		ctx->ev_count--;
+		ctx->run.ev_head = ev->next;
+		if (!ctx->run.ev_head)
+			ctx->run.ev_tail = NULL;
+		ctx->run.ev_count--;
 		if (mask & DE__EV_FILES)
-			ctx->ev_ents -= c->nents;
+			ctx->run.ev_ents -= c->nents;
 		pthread_mutex_unlock(&ctx->mu);
 		if (mask & DE__EV_FILES) {
 			long dlen = dir_path(ctx, c, 256);
@@ -569,7 +568,7 @@ static void drain_events(de_ctx *ctx)
 	pthread_mutex_lock(&ctx->mu);
 	for (;;) {
 		emit_queued(ctx);
-		if (ctx->root->state == NS_FINAL)
+		if (ctx->run.root->state == NS_FINAL)
 			break;
 		sleep_locked(ctx);
 	}
@@ -604,16 +603,16 @@ static void drain_cancel(de_ctx *ctx)
 		int again = 0;
 
 		pthread_mutex_lock(&ctx->mu);
-		while ((c = ctx->deferred)) {
+		while ((c = ctx->run.deferred)) {
 			de__undefer(ctx, c, 0);
 			pthread_mutex_unlock(&ctx->mu);
 			de__task(&c->work, ctx->caller_buf);
 			pthread_mutex_lock(&ctx->mu);
 		}
-		if (ctx->hookmode && !ctx->serial) {
-			for (c = ctx->live; c; c = c->lnext) {
+		if (ctx->run.hookmode && !ctx->run.serial) {
+			for (c = ctx->run.live; c; c = c->lnext) {
 				if (c->state == NS_SCANNED && !c->p2sub &&
-				    c != ctx->root) {
+				    c != ctx->run.root) {
 					c->p2sub = 1;
 					pthread_mutex_unlock(&ctx->mu);
 					de__phase2(ctx, c, 0);
@@ -624,8 +623,8 @@ static void drain_cancel(de_ctx *ctx)
 			}
 		}
 		if (!again) {
-			if (ctx->serial ? ctx->scans_inflight == 0 :
-			    ctx->root->state == NS_FINAL) {
+			if (ctx->run.serial ? ctx->run.scans_inflight == 0 :
+			    ctx->run.root->state == NS_FINAL) {
 				pthread_mutex_unlock(&ctx->mu);
 				return;
 			}
@@ -644,7 +643,7 @@ static int bad_name(const char *s)
 static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 		       size_t n)
 {
-	struct de__node *r = ctx->root;
+	struct de__node *r = ctx->run.root;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -700,51 +699,46 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 		if (opts->max_delete >= 0)
 			max_delete = opts->max_delete;
 	}
-	ctx->flags = flags;
+	ctx->run.flags = flags;
 
-	memset(&ctx->nohooks, 0, sizeof(ctx->nohooks));
-	ctx->hooks = hooks ? hooks : &ctx->nohooks;
-	ctx->hookmode = ctx->hooks->enter_dir != NULL;
-	ctx->serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
-		      ctx->hooks->dispose != NULL;
-	ctx->ordered = (flags & DE_F_ORDERED) || ctx->serial || ctx->hookmode;
-	ctx->limit_left = max_delete >= 0 ? max_delete : -1;
-	ctx->limit_hit = 0;
-	__atomic_store_n(&ctx->cancel, 0, __ATOMIC_RELAXED);
-	ctx->nfds = 0;
+	memset(&ctx->run.nohooks, 0, sizeof(ctx->run.nohooks));
+	ctx->run.hooks = hooks ? hooks : &ctx->run.nohooks;
+	ctx->run.hookmode = ctx->run.hooks->enter_dir != NULL;
+	ctx->run.serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
+		      ctx->run.hooks->dispose != NULL;
+	ctx->run.ordered = (flags & DE_F_ORDERED) || ctx->run.serial ||
+			   ctx->run.hookmode;
+	ctx->run.limit_left = max_delete >= 0 ? max_delete : -1;
+	ctx->run.limit_hit = 0;
+	__atomic_store_n(&ctx->run.cancel, 0, __ATOMIC_RELAXED);
+	ctx->run.nfds = 0;
 	/*
 	 * Nodes a scanning thread may hold scanned ahead of the unlinker
-	 * on a chain (tree.c run_phase2): each keeps a pinned fd, so a
+	 * on a chain (sched.c run_phase2): each keeps a pinned fd, so a
 	 * quarter of the fd budget (de__ctx_start()), at most 32 (one
 	 * wake-up of the reader per 32 directories, not one per directory).
 	 */
-	ctx->ahead_max = (unsigned)ctx->fd_budget / 4;
-	if (ctx->ahead_max > 32)
-		ctx->ahead_max = 32;
-	if (ctx->ahead_max < 1)
-		ctx->ahead_max = 1;
-	ctx->win_max = WIN_MAX;
-	ctx->win_live = 0;
-	ctx->scans_inflight = 0;
-	ctx->live = NULL;
-	ctx->deferred = NULL;
-	ctx->ev_head = ctx->ev_tail = NULL;
-	ctx->ev_count = 0;
-	ctx->ev_ents = 0;
-	/*
-	 * p2_active and the ready queue (ready, ready_tail, nready,
-	 * ready_ents) are not reset: all are back to 0/NULL when
-	 * the root is final, but the last worker may not have left
-	 * run_phase2 yet when the next run starts (it only takes the lock
-	 * and finds the stack empty, or takes this run's node, both fine).
-	 */
-	memset(&ctx->sum, 0, sizeof(ctx->sum));
-	memset(&ctx->prog, 0, sizeof(ctx->prog));
-	ctx->t0_ms = ctx->last_prog_ms = de__now_ms();
-	__atomic_store_n(&ctx->unlinked, 0, __ATOMIC_RELAXED);
-	ctx->caller = pthread_self();
-	ctx->tick = caller_tick;
-	ctx->pbuf_node = NULL;
+	ctx->run.ahead_max = (unsigned)ctx->fd_budget / 4;
+	if (ctx->run.ahead_max > 32)
+		ctx->run.ahead_max = 32;
+	if (ctx->run.ahead_max < 1)
+		ctx->run.ahead_max = 1;
+	ctx->run.win_max = WIN_MAX;
+	ctx->run.win_live = 0;
+	ctx->run.scans_inflight = 0;
+	ctx->run.live = NULL;
+	ctx->run.deferred = NULL;
+	ctx->run.ev_head = ctx->run.ev_tail = NULL;
+	ctx->run.ev_count = 0;
+	ctx->run.ev_ents = 0;
+	/* ctx->sched is not reset: internal.h, struct de__sched, says why. */
+	memset(&ctx->run.sum, 0, sizeof(ctx->run.sum));
+	memset(&ctx->run.prog, 0, sizeof(ctx->run.prog));
+	ctx->run.t0_ms = ctx->run.last_prog_ms = de__now_ms();
+	__atomic_store_n(&ctx->run.unlinked, 0, __ATOMIC_RELAXED);
+	ctx->run.caller = pthread_self();
+	ctx->run.tick = caller_tick;
+	ctx->run.pbuf_node = NULL;
 }
 
 /* See delete_engine.h.  limit_left belongs to the calling thread: only
@@ -752,14 +746,86 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
  * there only the calling thread removes. */
 int de_limit_take(de_ctx *ctx, unsigned long long n)
 {
-	if (!ctx || !ctx->root || !pthread_equal(pthread_self(), ctx->caller))
+	if (!ctx || !ctx->run.root || !pthread_equal(pthread_self(), ctx->run.caller))
 		return -EINVAL;
-	if (ctx->limit_left < 0)
+	if (ctx->run.limit_left < 0)
 		return 0;
-	if ((unsigned long long)ctx->limit_left <= n)
-		ctx->limit_left = 0;
+	if ((unsigned long long)ctx->run.limit_left <= n)
+		ctx->run.limit_left = 0;
 	else
-		ctx->limit_left -= (long long)n;
+		ctx->run.limit_left -= (long long)n;
+	return 0;
+}
+
+/* The root node: dirfd, the directory the targets are in, checked. */
+static int new_root(de_ctx *ctx, int dirfd, struct de__node **out)
+{
+	struct de__st st;
+	struct de__node *r;
+	int rc = de__fstat(ctx, dirfd, ".", &st);
+
+	if (rc)
+		return rc;
+	if (!S_ISDIR(st.mode))
+		return -ENOTDIR;
+	ctx->run.start_dev = st.dev;
+	r = de__node_new(ctx, NULL, "", 0, 0);
+	if (!r)
+		return -ENOMEM;
+	r->fd = dirfd;
+	r->pins = 1;
+	r->dev = st.dev;
+	r->ino = st.ino;
+	r->mode = st.mode;
+	r->fstype = de__fs_type(dirfd);
+	r->state = NS_SCANNED;
+	*out = r;
+	return 0;
+}
+
+/* How many workers this run may use, and the plan for its file system
+ * (policy.c de__plan). */
+static void plan_run(de_ctx *ctx, long fstype)
+{
+	unsigned t = de__plan(ctx, fstype);
+
+	/* More workers than CPUs only where they wait on a server, and
+	 * only where they unlink. */
+	if (t > ctx->pool.nthreads && !ctx->cfg.threads && !ctx->run.serial)
+		de__ctx_grow(ctx, t);
+	if (t > ctx->pool.nthreads)
+		t = ctx->pool.nthreads;
+	/* A thread at work holds about two fds (a directory and the child
+	 * it opens): under a tight RLIMIT_NOFILE, fewer threads rather than
+	 * threads waiting for fds. */
+	if (t > 1 && (unsigned)ctx->fd_budget < 2 * t)
+		t = ctx->fd_budget > 2 ? (unsigned)ctx->fd_budget / 2 : 1;
+	de__pool_limit(&ctx->pool, t);
+	ctx->run.run_threads = t;
+	de__plan_workers(ctx, fstype, t);
+}
+
+/* Wait for the run to end, free what is left, and say how it went. */
+static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
+{
+	if (de__cancelled(ctx))
+		drain_cancel(ctx);
+	else if (!ctx->run.serial)
+		wait_state(ctx, r, NS_FINAL);
+	/* Free what is left: the root, and after a cancel everything. */
+	while (ctx->run.live)
+		de__node_free(ctx, ctx->run.live);
+	ctx->run.pbuf_node = NULL;
+	ctx->run.root = NULL;
+	maybe_progress(ctx, 1);
+	if (sum)
+		*sum = ctx->run.sum;
+	if (de__cancelled(ctx))
+		return -ECANCELED;
+	if (ctx->run.limit_hit || ctx->run.sum.skipped)
+		return -EDQUOT;
+	if (ctx->run.sum.failed)
+		return -EIO;
 	return 0;
 }
 
@@ -768,7 +834,6 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks,
 	      const struct de_opts *opts, struct de_summary *sum)
 {
-	struct de__st st;
 	struct de__node *r;
 	int rc;
 
@@ -780,73 +845,26 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	if (rc)
 		return rc;
 	reset_run(ctx, hooks, opts);
-	rc = de__fstat(ctx, dirfd, ".", &st);
+	rc = new_root(ctx, dirfd, &r);
 	if (rc)
 		return rc;
-	if (!S_ISDIR(st.mode))
-		return -ENOTDIR;
-	ctx->start_dev = st.dev;
-	r = de__node_new(ctx, NULL, "", 0, 0);
-	if (!r)
-		return -ENOMEM;
-	ctx->root = r;
-	r->fd = dirfd;
-	r->pins = 1;
-	r->dev = st.dev;
-	r->ino = st.ino;
-	r->mode = st.mode;
-	r->fstype = de__fs_type(dirfd);
-	r->state = NS_SCANNED;
-	{
-		unsigned t = de__plan(ctx, r->fstype);
-
-		/* More workers than CPUs only where they wait on a server,
-		 * and only where they unlink. */
-		if (t > ctx->pool.nthreads && !ctx->cfg.threads && !ctx->serial)
-			de__ctx_grow(ctx, t);
-		if (t > ctx->pool.nthreads)
-			t = ctx->pool.nthreads;
-		/* A thread at work holds about two fds (a directory and the
-		 * child it opens): under a tight RLIMIT_NOFILE, fewer threads
-		 * rather than threads waiting for fds. */
-		if (t > 1 && (unsigned)ctx->fd_budget < 2 * t)
-			t = ctx->fd_budget > 2 ? (unsigned)ctx->fd_budget / 2 : 1;
-		de__pool_limit(&ctx->pool, t);
-		ctx->run_threads = t;
-		de__plan_workers(ctx, r->fstype, t);
-	}
+	ctx->run.root = r;
+	plan_run(ctx, r->fstype);
 	rc = add_targets(ctx, dirfd, targets, n);
 	if (rc) {
 		de__node_free(ctx, r);
+		ctx->run.root = NULL;
 		return rc;
 	}
-	if (ctx->serial)
+	if (ctx->run.serial)
 		de__prepare_serial(ctx, r);
-	else if (ctx->global)
+	else if (ctx->run.global)
 		run_global(ctx, r);
 	else
 		de__phase2(ctx, r, 0);
-	if (ctx->ordered)
+	if (ctx->run.ordered)
 		ordered_walk(ctx, r);
 	else
 		drain_events(ctx);
-	if (de__cancelled(ctx))
-		drain_cancel(ctx);
-	else if (!ctx->serial)
-		wait_state(ctx, r, NS_FINAL);
-	/* Free what is left: the root, and after a cancel everything. */
-	while (ctx->live)
-		de__node_free(ctx, ctx->live);
-	ctx->pbuf_node = NULL;
-	ctx->root = NULL;
-	maybe_progress(ctx, 1);
-	if (sum)
-		*sum = ctx->sum;
-	if (de__cancelled(ctx))
-		return -ECANCELED;
-	if (ctx->limit_hit || ctx->sum.skipped)
-		return -EDQUOT;
-	if (ctx->sum.failed)
-		return -EIO;
-	return 0;
+	return end_run(ctx, r, sum);
 }

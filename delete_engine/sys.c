@@ -78,11 +78,11 @@ int de__open_dir(de_ctx *ctx, int dfd, const char *name)
 /*
  * Out of fds (the caller's own, or another thread's, took what the budget
  * assumed free)?  Have the tree close a held fd that no one is using
- * (ctx->shed_fd, tree.c de__shed_fd: it is reopened, and checked, when
+ * (ctx->shed_fd, node.c de__shed_fd: it is reopened, and checked, when
  * needed; a pointer, so that this layer calls nothing above it), else
- * wait a millisecond for another thread to drop one.  Returns 1 to try again; 0 when e is another error, or after a
- * second of waiting with nothing to close (the entry then fails with
- * EMFILE).
+ * wait a millisecond for another thread to drop one.  Returns 1 to try
+ * again; 0 when e is another error, or after a second of waiting with
+ * nothing to close (the entry then fails with EMFILE).
  */
 static int fd_retry(de_ctx *ctx, int e, int *waits)
 {
@@ -113,7 +113,7 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
 	return -errno;
 }
 
-/* unlinkat() returning 0 or a negative errno (tree.c de__remove_at paces
+/* unlinkat() returning 0 or a negative errno (sched.c de__remove_at paces
  * and counts it). */
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 {

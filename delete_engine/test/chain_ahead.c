@@ -1,6 +1,6 @@
 /* chain_ahead: with the phase-2 gate forced on (DE_F_ADAPT), the worker
  * that reads a chain scans each next directory itself, up to ahead_max
- * directories ahead of the unlinker (tree.c run_phase2).  A chain whose
+ * directories ahead of the unlinker (sched.c run_phase2).  A chain whose
  * every 25th level also holds a short side chain (so a reader that runs
  * ahead queues the other children and may meet the ordered window) is
  * removed completely and counted exactly, with 2 and 3 threads,
