@@ -49,6 +49,8 @@ struct de__pool {
 	unsigned keep;			/* workers with index >= keep exit */
 	unsigned qlen;			/* items queued (written under mu,
 					 * read racily as a hint) */
+	unsigned busy;			/* workers running an item */
+	pthread_cond_t idle_cv;		/* busy fell to 0 */
 	int stop;
 	struct de__slot *slots;
 };
@@ -58,6 +60,7 @@ int de__pool_add(struct de__pool *p);
 void de__pool_shrink(struct de__pool *p, unsigned n);
 struct de__work *de__pool_take(struct de__pool *p);
 void de__pool_destroy(struct de__pool *p);
+void de__pool_quiesce(struct de__pool *p);
 void de__pool_submit(struct de__pool *p, struct de__work *w, int front);
 int de__pool_cancel(struct de__pool *p, struct de__work *w);
 void de__pool_limit(struct de__pool *p, unsigned n);

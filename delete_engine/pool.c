@@ -12,7 +12,9 @@
  *    only allowed nesting is ctx->mu -> p->mu, never the other way round.
  *  - Workers never hold a lock while idle: between de_remove() calls they
  *    sleep in pthread_cond_wait() on p->cv, which releases p->mu, so a
- *    fork() in the caller never copies a held lock into the child.
+ *    fork() in the caller never copies a held lock into the child (nor
+ *    the allocator's: de_remove() returns only when no worker is busy,
+ *    de__pool_quiesce()).
  */
 #include "internal.h"
 
@@ -46,9 +48,12 @@ static void *worker(void *arg)
 			break;
 		w = p->head.next;
 		dequeue(p, w);
+		p->busy++;
 		pthread_mutex_unlock(&p->mu);
 		w->fn(w, buf);
 		pthread_mutex_lock(&p->mu);
+		if (--p->busy == 0)
+			pthread_cond_broadcast(&p->idle_cv);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -68,11 +73,13 @@ int de__pool_init(struct de__pool *p, unsigned max)
 	p->limit = max;
 	p->keep = max;
 	p->qlen = 0;
+	p->busy = 0;
 	p->slots = calloc(max ? max : 1, sizeof(*p->slots));
 	if (!p->slots)
 		return -ENOMEM;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->idle_cv, NULL);
 	return 0;
 }
 
@@ -155,6 +162,21 @@ void de__pool_destroy(struct de__pool *p)
 	free(p->slots);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->idle_cv);
+}
+
+/*
+ * Wait until no worker is running an item.  A run's last worker may still
+ * be leaving its item (sched.c run_phase2 takes the tree lock once more)
+ * when the run is over; the caller may fork() next, and a child must not
+ * inherit a lock, or the allocator's, held by a thread it does not have.
+ */
+void de__pool_quiesce(struct de__pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (p->busy)
+		pthread_cond_wait(&p->idle_cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
 }
 
 /*

@@ -812,6 +812,10 @@ static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
 		drain_cancel(ctx);
 	else if (!ctx->run.serial)
 		wait_state(ctx, r, NS_FINAL);
+	/* No worker is still leaving its last item when this returns: the
+	 * caller may fork() (pool.c). */
+	if (ctx->pool_ready)
+		de__pool_quiesce(&ctx->pool);
 	/* Free what is left: the root, and after a cancel everything. */
 	while (ctx->run.live)
 		de__node_free(ctx, ctx->run.live);
