@@ -38,9 +38,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run as bench	# noqa: E402  (bench/run.py: trees, mounts, timing)
+from delbench import common, devices  # noqa: E402  (trees, mounts, timing)
+from delbench.cells import run_cell  # noqa: E402
 
-TOP = bench.TOP
+TOP = common.TOP
 DEFAULT_CELLS = {'wide': ['wide', '300', '1000'], 'flat': ['flat', '100000']}
 
 
@@ -54,7 +55,7 @@ def build_rev(rev):
     exe = os.path.join(tree, 'rsync')
     if os.access(exe, os.X_OK):
         return sha, exe
-    bench.log(f'building {rev} ({sha[:12]}) in {tree}')
+    common.log(f'building {rev} ({sha[:12]}) in {tree}')
     subprocess.run(['rm', '-rf', tree], check=True)
     os.makedirs(tree)
     archive = subprocess.Popen(['git', '-C', TOP, 'archive', sha], stdout=subprocess.PIPE)
@@ -74,7 +75,7 @@ def median_interval(xs, level=0.95):
     k for which the binomial tail on each side is at most (1-level)/2.
     None for the bounds when xs is too short for the level."""
     s, n = sorted(xs), len(xs)
-    med = bench.median(s)
+    med = common.median(s)
     k, tail = 0, 0.0
     while True:
         tail += math.comb(n, k) / 2 ** n
@@ -126,8 +127,8 @@ def main():
     for c in names:
         if c not in cells:
             sys.exit(f'bench/against.py: unknown cell {c}')
-    out = bench.reporter(a.out)
-    subprocess.run(['make', '-s', '-C', bench.BENCH, 'mktree'], check=True,
+    out = common.reporter(a.out)
+    subprocess.run(['make', '-s', '-C', common.BENCH, 'mktree'], check=True,
                    stdout=subprocess.DEVNULL)
     sha, old = build_rev(a.rev)
     if a.new:
@@ -152,7 +153,7 @@ def main():
         f'| 95% interval | verdict |')
     out('| --- | --- | --- | --- | --- | --- | --- |')
     jsonf = open(a.json, 'a') if a.json else None
-    m = bench.Mount(a.fs, '/tmp', a.img_size)
+    m = devices.Mount(a.fs, '/tmp', a.img_size)
     try:
         work, empty = os.path.join(m.path, 'w'), os.path.join(m.path, 'empty')
         os.mkdir(work)
@@ -162,7 +163,7 @@ def main():
             times = {new_name: [], old_name: []}
             batch, verdict_now = a.rounds, 'undecided'
             while batch > 0:
-                cell = bench.run_cell(m, c, cells[c], a.cache, peers, vals, batch)
+                cell = run_cell(m, c, cells[c], a.cache, peers, vals, batch)
                 if cell.failed:
                     sys.exit(f'bench/against.py: {c}: {cell.failed}')
                 for n in times:
@@ -174,7 +175,7 @@ def main():
                 batch = 0 if verdict_now != 'undecided' else min(4, a.max_rounds - done)
             iv = f'{lo:.3f}-{hi:.3f}' if lo is not None else '-'
             out(f'| {c} ({" ".join(cells[c])}) | {len(ratios)} '
-                f'| {bench.median(times[new_name]):.3f} | {bench.median(times[old_name]):.3f} '
+                f'| {common.median(times[new_name]):.3f} | {common.median(times[old_name]):.3f} '
                 f'| {med:.3f} | {iv} | {verdict_now} |')
             if jsonf:
                 jsonf.write(json.dumps({
@@ -197,5 +198,5 @@ if __name__ == '__main__':
     try:
         main()
     except KeyboardInterrupt as e:
-        bench.run_cleanups()
+        common.run_cleanups()
         sys.exit(f'bench/against.py: interrupted ({e}); scratch mounts removed')

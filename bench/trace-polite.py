@@ -24,16 +24,14 @@ docs/BENCHMARKS.md, "Where ext4's writer stalls".
 """
 
 import collections
-import importlib.util
 import json
 import os
 import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-spec = importlib.util.spec_from_file_location('run', os.path.join(TOP, 'bench', 'run.py'))
-run = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run)
+sys.path.insert(0, os.path.join(TOP, 'bench'))
+from delbench import common, devices, polite  # noqa: E402  (bench/run.py's modules)
 
 TRACEFS = '/sys/kernel/tracing'
 EVENTS = ['block/block_bio_queue', 'jbd2/jbd2_checkpoint_stats', 'jbd2/jbd2_update_log_tail',
@@ -52,21 +50,21 @@ def record(fs, tree, runs, peers, out):
     """Run the scenario under the trace; returns the timelines as
     [(t0, rows)] with rows (t, writer bytes, entries left)."""
     if not os.path.isdir(os.path.join(TRACEFS, 'events')):
-        run.sh(['mount', '-t', 'tracefs', 'nodev', TRACEFS], check=True)
+        common.sh(['mount', '-t', 'tracefs', 'nodev', TRACEFS], check=True)
     timelines = []
-    end = run.Timeline.end
+    end = polite.Timeline.end
 
     def keep(self):
         rows = end(self)
         timelines.append((self.t0, rows))
         return rows
-    run.Timeline.end = keep
-    m = run.Mount(fs, '/var/tmp', '16G')
+    polite.Timeline.end = keep
+    m = devices.Mount(fs, '/var/tmp', '16G')
     work, empty = os.path.join(m.path, 'w'), os.path.join(m.path, 'empty')
     os.mkdir(work)
     os.mkdir(empty)
     major, minor = map(int, m.device().split(':'))
-    throttle = run.Throttle('wbps=40M,wiops=400', m.device())
+    throttle = devices.Throttle('wbps=40M,wiops=400', m.device())
     tw('tracing_on', '0')
     tw('trace', '')
     tw('buffer_size_kb', '262144')
@@ -76,7 +74,7 @@ def record(fs, tree, runs, peers, out):
         tw(f'events/{e}/enable', '1')
     tw('tracing_on', '1')
     try:
-        run.polite_scenario(m, tree, [p for p in run.POLITE_ADAPT_PEERS if p[0] in peers],
+        polite.polite_scenario(m, tree, [p for p in polite.POLITE_ADAPT_PEERS if p[0] in peers],
                             {'top': TOP, 'work': work, 'empty': empty}, runs, 512,
                             throttle, None)
     finally:
@@ -87,7 +85,7 @@ def record(fs, tree, runs, peers, out):
         tw('events/enable', '0')
         tw('events/block/block_bio_queue/filter', '0')
         tw('trace', '')
-        run.run_cleanups()
+        common.run_cleanups()
     return timelines
 
 

@@ -1,0 +1,2 @@
+"""bench/run.py's modules: devices, trees and peers, one module per
+scenario, and the report."""
