@@ -3,7 +3,7 @@
 
 Usage: bench/run.py [--quick] [--runs N] [--fs ext4,xfs,xfs-lb256k,btrfs,tmpfs]
                     [--scenarios flat,rflat,wide,deep,big,sync,ssh,dd,small,
-                                 sshfs,sshfs-flat,slowdisk,snapshot-expiry]
+                                 sshfs,sshfs-flat,slowdisk,netfs,snapshot-expiry]
                     [--cache cold,warm] [--peers NAME,...] [--peer NAME=CMD]
                     [--throttle wbps=20M,wiops=200] [--dir DIR]
                     [--json FILE] [--out FILE]
@@ -48,6 +48,14 @@ Scenarios, full size [--size mid] [--quick]:
           own journal and on xfs; reports the model's requests, bytes
           and seeks.  Whole cells run once, whatever --fs and --cache
           say                               [same] [hdd, shuffled, 50 x 400]
+  netfs   the network file system model (bench/netfs): each peer
+          deletes through a fresh mount of the model, every request a
+          round trip, 16 in flight at most; 100 x 200, a flat directory
+          of 10,000 and a chain of 500 levels, at 0.2 ms and 2 ms, and
+          100 x 200 with 64 slots; reports the requests by kind and the
+          CPU of the client and of the model.  Runs once, whatever --fs
+          and --cache say; --netfs-cache=none turns the kernel's caches
+          off                               [same] [2 ms, 20 x 100]
   snapshot-expiry  rsnapshot's expiry: a tree and its `cp -al` copy,
           made afresh for every run; rsync-rm -rf and rm -rf remove the
           copy: 300 x 1,000                [200 x 500] [100 x 200]
@@ -83,6 +91,7 @@ from delbench.peers import DD_MIB, DD_PEERS, DELETE_PEERS, POLITE_PEERS, SIZES, 
 from delbench.devices import FS, Mount, Sshfs, Throttle, sshdlib, start_sshd  # noqa: E402
 from delbench.cells import SLOWDISK_CELLS, SLOWDISK_PEERS, print_cell, run_cell, slowdisk_bench  # noqa: E402
 from delbench.dd import dd_scenario  # noqa: E402
+from delbench.netfs import NETFS_PEERS, netfs_scenario  # noqa: E402
 from delbench.polite import POLITE_ADAPT_PEERS, polite_scenario  # noqa: E402
 from delbench.report import details, summarize  # noqa: E402
 
@@ -117,6 +126,8 @@ def main():
                     help='limit the loop device while dd runs')
     ap.add_argument('--tree', action='append', default=[], metavar='SCENARIO=ARGS',
                     help='other mktree arguments for a scenario, e.g. "flat=flat 200000"')
+    ap.add_argument('--netfs-cache', default='nfs', choices=('nfs', 'none'),
+                    help='netfs scenario: the kernel caches (bench/netfs/README.md)')
     ap.add_argument('--img-size', default='16G', help='loop image / tmpfs size')
     ap.add_argument('--dir', default=None, help='non-root: where to make trees')
     ap.add_argument('--json', default=None, help='append raw records (JSON lines) here')
@@ -229,6 +240,12 @@ def main():
                         title=text.split('\n')[1].lstrip('# '), model=model, fs=fs,
                         tree=tree, dirs=dirs, files=files, runs=a.runs, rows=rows))
         scenarios = [s for s in scenarios if s != 'slowdisk']
+    if 'netfs' in scenarios:
+        peers = usable([(n, t) for n, t in NETFS_PEERS if not want or n in want], False) \
+            + usable(extra, False)
+        netfs_scenario('quick' if mode == 'quick' else 'full', peers, vals, a.runs, out,
+                       record, a.netfs_cache)
+        scenarios = [s for s in scenarios if s != 'netfs']
     mounts = []
     for fs in fss:
         m = Mount(fs, base, a.img_size)
