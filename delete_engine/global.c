@@ -234,12 +234,20 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		de__schedule(ctx, g->stack[k]);
-	for (k = 0; k < g->nwin; k++) {
+	/*
+	 * The window's files go ahead of the directories, in window order.
+	 * Behind them, each worker would push a directory's children in
+	 * front (LIFO) and never reach them until the end of the run,
+	 * holding their fds, and the queue would look wide to the phase-2
+	 * gate all along: a chain would be unlinked by two threads and
+	 * never read ahead (sched.c run_phase2).
+	 */
+	for (k = g->nwin; k-- > 0;) {
 		struct de__node *n = g->win[k];
 
 		n->early = 1;
 		n->work.fn = de__files_task;
-		de__pool_submit(&ctx->pool, &n->work, 0);
+		de__pool_submit(&ctx->pool, &n->work, 1);
 	}
 	g->nstack = g->nwin = 0;
 	if (mine) {

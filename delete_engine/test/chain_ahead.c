@@ -6,7 +6,16 @@
  * removed completely and counted exactly, with 2 and 3 threads,
  * unordered and ordered (reports in canonical order), and under
  * RLIMIT_NOFILE 40, where the fd budget caps the run-ahead at a few
- * directories. */
+ * directories.
+ *
+ * That the reader did run ahead is checked, not assumed: the fault hook
+ * slows every file unlink (so the unlinker is the slower of the two),
+ * counts the chain's directory opens and file unlinks, and keeps the
+ * largest lead, in directories, of the reader over the unlinker.
+ * Without the run-ahead it stays under 10; ahead_max (at most 32) bounds
+ * it from above.  Each run is made with
+ * and without the side chains.  Under RLIMIT_NOFILE 40, where the budget
+ * leaves ahead_max at 1-2, the lead is printed, not checked. */
 #include "tutil.h"
 
 #include <sys/resource.h>
@@ -15,6 +24,47 @@
 #define FILES 4
 #define SIDE_EVERY 25
 #define SIDE_LEN 3
+/* The unlinker's extra time per file: enough that a reader keeps ahead
+ * even under ASan and TSan. */
+#define UNLINK_DELAY_NS 200000L
+/* Leads the runs must show with the fds unlimited (ahead_max 32): at
+ * least MIN_LEAD, and at most ahead_max plus, per thread, a directory
+ * being read and one being unlinked.  Measured: 28-35; with the run-ahead
+ * turned off, 7-8 unordered and 1 ordered.  (Before the probe's files
+ * went to the front of the queue, global.c hand_over, they filled it to
+ * the gate and unordered runs led by 7-9 only.) */
+#define MIN_LEAD 16
+#define MAX_LEAD (32 + 2 * 3)
+
+/* What the fault hook saw of one run. */
+struct probe {
+	atomic_long opens;	/* chain directories ("dd") opened */
+	atomic_long unlinks;	/* files unlinked */
+	atomic_long lead;	/* largest opens - unlinks / FILES */
+};
+
+static int probe_fault(void *arg, int op, const char *name)
+{
+	struct probe *p = arg;
+	struct timespec ts = { 0, UNLINK_DELAY_NS };
+	long opens, done, lead, max;
+
+	if (op == DE_OP_UNLINK && name[0] == 'f') {
+		nanosleep(&ts, NULL);
+		atomic_fetch_add(&p->unlinks, 1);
+	} else if (op == DE_OP_OPEN && !strcmp(name, "dd")) {
+		opens = atomic_fetch_add(&p->opens, 1) + 1;
+		/* Side chains' files count as the chain's: they can only
+		 * make the lead look shorter. */
+		done = atomic_load(&p->unlinks) / FILES;
+		lead = opens - done;
+		max = atomic_load(&p->lead);
+		while (lead > max &&
+		       !atomic_compare_exchange_weak(&p->lead, &max, lead))
+			;
+	}
+	return 0;
+}
 
 /* At every SIDE_EVERY-th level of the chain, a side chain of SIDE_LEN
  * directories "side", "side/s", ...; *sides counts them. */
@@ -29,19 +79,22 @@ static int side(int fd, int level, void *sides)
 
 /* The tree; returns the number of directories made (with "tree") and
  * sets *files, or -1. */
-static int build(int dfd, int *files)
+static int build(int dfd, int *files, int with_sides)
 {
 	int sides = 0, dirs;
 
-	dirs = t_chain(dfd, "tree", "dd", LEVELS, "f%d", FILES, side, &sides);
+	dirs = t_chain(dfd, "tree", "dd", LEVELS, "f%d", FILES,
+		       with_sides ? side : NULL, &sides);
 	/* The deepest directory of each chain holds no files. */
 	*files = (dirs - 1 - sides) * FILES;
 	return dirs;
 }
 
-/* One removal of a fresh tree under an RLIMIT_NOFILE soft limit of
- * nofile (0: unchanged); returns 0 or -1 (after a message). */
-static int one(int dfd, unsigned threads, int ordered, rlim_t nofile)
+/* One removal of a fresh tree (with side chains or not) under an
+ * RLIMIT_NOFILE soft limit of nofile (0: unchanged); returns 0 or -1
+ * (after a message). */
+static int one(int dfd, unsigned threads, int ordered, rlim_t nofile,
+	       int sides)
 {
 	struct rlimit rl, old;
 	struct de_config cfg = { .threads = threads, .flags = DE_F_ADAPT,
@@ -51,11 +104,13 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile)
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
 	struct de_hooks h;
+	struct probe pr = { 0 };
 	de_ctx *ctx = NULL;
 	int dirs, files, rc, ret = -1, lowered = 0;
+	long lead;
 	size_t i;
 
-	dirs = build(dfd, &files);
+	dirs = build(dfd, &files, sides);
 	if (dirs < 0)
 		goto out;
 	if (ordered) {
@@ -75,7 +130,7 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile)
 	memset(&h, 0, sizeof(h));
 	h.arg = &rs;
 	h.report = t_collect;
-	if (de_ctx_new(&ctx, &cfg))
+	if (de_test_ctx_new(&ctx, &cfg, probe_fault, &pr))
 		goto out;
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
 	if (rc || t_exists(dfd, "tree") ||
@@ -99,6 +154,15 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile)
 			goto out;
 		}
 	}
+	lead = atomic_load(&pr.lead);
+	printf("threads %u ordered %d nofile %lu sides %d: lead %ld\n",
+	       threads, ordered, (unsigned long)nofile, sides, lead);
+	if (!nofile && (lead < MIN_LEAD || lead > MAX_LEAD)) {
+		fprintf(stderr, "threads %u ordered %d: the reader led the "
+			"unlinker by %ld directories at most, want %d-%d\n",
+			threads, ordered, lead, MIN_LEAD, MAX_LEAD);
+		goto out;
+	}
 	ret = 0;
 out:
 	if (lowered)
@@ -116,10 +180,12 @@ int test(int dfd)
 	int ret = T_FAIL, ti, ordered;
 
 	for (ti = 0; ti < 2; ti++)
-		for (ordered = 0; ordered < 2; ordered++)
-			CHECK(one(dfd, threads[ti], ordered, 0) == 0);
+		for (ordered = 0; ordered < 2; ordered++) {
+			CHECK(one(dfd, threads[ti], ordered, 0, 1) == 0);
+			CHECK(one(dfd, threads[ti], ordered, 0, 0) == 0);
+		}
 	for (ordered = 0; ordered < 2; ordered++)
-		CHECK(one(dfd, 2, ordered, 40) == 0);
+		CHECK(one(dfd, 2, ordered, 40, 1) == 0);
 	ret = T_PASS;
 out:
 	return ret;
