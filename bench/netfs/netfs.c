@@ -18,9 +18,11 @@
  * --cache says what the kernel may keep between requests:
  *   nfs   as a default NFS mount does (ac, lookupcache=all, rdirplus):
  *         names, negative names and attributes for 3 s (acregmin, the
- *         shortest of the defaults), and directory listings that carry
- *         each entry's attributes (READDIRPLUS), which the kernel uses
- *         when it looks the names up.  The default.
+ *         shortest of the defaults), and READDIRPLUS as NFS's client
+ *         uses it: the first page of a listing carries the entries'
+ *         attributes (and makes their names known), later pages only
+ *         once the names are being looked up (the kernel's FUSE client
+ *         took this heuristic from NFS's).  The default.
  *   none  as "noac,lookupcache=none,nordirplus": every path component
  *         is looked up, every attribute fetched, on each use.
  *
@@ -439,8 +441,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
 	if (m.cache) {
 		cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = 3.0;
-		conn->want |= FUSE_CAP_READDIRPLUS;
-		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+		conn->want |= (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO) &
+			      conn->capable;
 	} else {
 		cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = 0;
 		conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
