@@ -13,7 +13,7 @@
  * counts the chain's directory opens and file unlinks, and keeps the
  * largest lead, in directories, of the reader over the unlinker.
  * Without the run-ahead it stays under 10; ahead_max (at most 32) bounds
- * it from above.  Each run is made with
+ * it from above, loosely (see MAX_LEAD).  Each run is made with
  * and without the side chains.  Under RLIMIT_NOFILE 40, where the budget
  * leaves ahead_max at 1-2, the lead is printed, not checked. */
 #include "tutil.h"
@@ -28,13 +28,22 @@
  * even under ASan and TSan. */
 #define UNLINK_DELAY_NS 200000L
 /* Leads the runs must show with the fds unlimited (ahead_max 32): at
- * least MIN_LEAD, and at most ahead_max plus, per thread, a directory
- * being read and one being unlinked.  Measured: 28-35; with the run-ahead
- * turned off, 7-8 unordered and 1 ordered.  (Before the probe's files
- * went to the front of the queue, global.c hand_over, they filled it to
- * the gate and unordered runs led by 7-9 only.) */
+ * least MIN_LEAD, and at most MAX_LEAD, which says the run-ahead is
+ * bounded (an unbounded reader leads by hundreds of the LEVELS), not how
+ * tightly: the probe counts the unlinker's progress in whole directories
+ * from a shared file count, so scheduling slack shows as extra lead.
+ * Measured: 28-35, and 41 once under ASan; with the run-ahead turned off,
+ * 7-8 unordered and 1 ordered.  (Before the probe's files went to the
+ * front of the queue, global.c hand_over, they filled it to the gate and
+ * unordered runs led by 7-9 only.) */
 #define MIN_LEAD 16
-#define MAX_LEAD (32 + 2 * 3)
+#define MAX_LEAD (2 * 32)
+/* The lead is a timing: a run starved of CPU (make check runs two test
+ * builds at once on two cores) can lead by 8-9 once.  Such a run is
+ * measured again, up to LEAD_TRIES in all; without the run-ahead every
+ * try is short, so the check still fails. */
+#define LEAD_TRIES 3
+#define LEAD_OFF 1
 
 /* What the fault hook saw of one run. */
 struct probe {
@@ -91,8 +100,8 @@ static int build(int dfd, int *files, int with_sides)
 }
 
 /* One removal of a fresh tree (with side chains or not) under an
- * RLIMIT_NOFILE soft limit of nofile (0: unchanged); returns 0 or -1
- * (after a message). */
+ * RLIMIT_NOFILE soft limit of nofile (0: unchanged); returns 0, LEAD_OFF
+ * when only the lead was out of range, or -1 (after a message). */
 static int one(int dfd, unsigned threads, int ordered, rlim_t nofile,
 	       int sides)
 {
@@ -161,6 +170,7 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile,
 		fprintf(stderr, "threads %u ordered %d: the reader led the "
 			"unlinker by %ld directories at most, want %d-%d\n",
 			threads, ordered, lead, MIN_LEAD, MAX_LEAD);
+		ret = LEAD_OFF;
 		goto out;
 	}
 	ret = 0;
@@ -177,13 +187,18 @@ out:
 int test(int dfd)
 {
 	static const unsigned threads[] = { 2, 3 };
-	int ret = T_FAIL, ti, ordered;
+	int ret = T_FAIL, ti, ordered, sides, tries, rc;
 
 	for (ti = 0; ti < 2; ti++)
-		for (ordered = 0; ordered < 2; ordered++) {
-			CHECK(one(dfd, threads[ti], ordered, 0, 1) == 0);
-			CHECK(one(dfd, threads[ti], ordered, 0, 0) == 0);
-		}
+		for (ordered = 0; ordered < 2; ordered++)
+			for (sides = 1; sides >= 0; sides--) {
+				tries = 0;
+				do
+					rc = one(dfd, threads[ti], ordered, 0,
+						 sides);
+				while (rc == LEAD_OFF && ++tries < LEAD_TRIES);
+				CHECK(rc == 0);
+			}
 	for (ordered = 0; ordered < 2; ordered++)
 		CHECK(one(dfd, 2, ordered, 40, 1) == 0);
 	ret = T_PASS;
