@@ -290,6 +290,17 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      const struct de_opts *opts, struct de_summary *sum);
 
 /*
+ * Whether a caller that lists dirfd itself, to hand the engine targets,
+ * should look up one name in DE_NAMES_AHEAD_EVERY as it lists: 1 where
+ * dirfd is on a network or FUSE file system.  Their clients ask for a
+ * listing's later pages with the entries' attributes only once they see
+ * names being looked up; with them, each unlink is one round trip, not
+ * a lookup and a remove.  0 elsewhere, or when fstatfs() fails.
+ */
+#define DE_NAMES_AHEAD_EVERY	64
+int de_names_ahead(int dirfd);
+
+/*
  * For a caller that hands one huge directory's targets to de_remove() in
  * several calls, to bound its memory and the engine's: put the n targets
  * (directly inside dirfd) in an order in which those calls together

@@ -16,7 +16,7 @@
 #include "delete_engine_test.h"
 
 #define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
-#define DE__LAT_THREADS	32u		/* workers on a latency-bound file
+#define DE__LAT_THREADS	64u		/* workers on a latency-bound file
 					 * system (policy.c threads_for) */
 #define DE__CHUNK_MIN	64u		/* files per unlink chunk, at least */
 
@@ -79,7 +79,7 @@ typedef int (*de__ent_cb)(void *arg, const char *name, size_t len,
 			  uint64_t ino, enum de_type type);
 
 int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
-		 de__ent_cb cb, void *arg);
+		 int names_ahead, de__ent_cb cb, void *arg);
 int de__fstat(de_ctx *ctx, int fd, const char *name, struct de__st *st);
 uint64_t de__subvol_id(int fd);
 int de__lstatat(de_ctx *ctx, int dfd, const char *name, struct de__st *st);
@@ -437,6 +437,7 @@ int de__dino_from_layer(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__sort_targets(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
+int de__want_names_ahead(long fstype);
 int de__slow_reads(const uint64_t *ns, unsigned n);
 
 /* ctx.c */

@@ -237,7 +237,8 @@ static void read_listing(de_ctx *ctx, struct de__node *n, int fd, void *buf)
 	size_t i;
 	/* ENOENT here: the directory was removed after we opened it (Linux
 	 * refuses to read a dead directory), so whatever it held is gone. */
-	int rc = de__read_dir(ctx, fd, n->name, buf, add_cb, n);
+	int rc = de__read_dir(ctx, fd, n->name, buf,
+			      de__want_names_ahead(n->fstype), add_cb, n);
 
 	if (rc) {
 		n->nents = 0;

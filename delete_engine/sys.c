@@ -292,10 +292,13 @@ struct de__dirent64 {
  * Read the whole directory fd, calling cb for each entry but "." and "..".
  * buf is DE__BUFSZ bytes (one per thread): 512 KiB holds about 16k entries
  * of short names per getdents64 call, so a 500k-entry directory takes ~30
- * calls.  Returns 0, a negative errno from getdents64, or cb's non-zero.
+ * calls.  names_ahead (policy.c de__want_names_ahead): look up the last
+ * name of each call's batch before the next call, so that the client asks
+ * the server for the next ones with their attributes.  Returns 0, a
+ * negative errno from getdents64, or cb's non-zero.
  */
 int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
-		 de__ent_cb cb, void *arg)
+		 int names_ahead, de__ent_cb cb, void *arg)
 {
 	int e = de__fault(ctx, DE_OP_READ, name);
 
@@ -304,6 +307,7 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 	for (;;) {
 		long n = syscall(SYS_getdents64, fd, buf, (size_t)DE__BUFSZ);
 		long off = 0;
+		const char *last = NULL;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -326,13 +330,20 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 			rc = cb(arg, nm, len, d->d_ino, de_type_of_dtype(d->d_type));
 			if (rc)
 				return rc;
+			last = nm;
+		}
+		if (names_ahead && last) {
+			struct stat sb;
+
+			/* Its result does not matter, only that it was asked. */
+			(void)fstatat(fd, last, &sb, AT_SYMLINK_NOFOLLOW);
 		}
 	}
 }
 #else
 /* Portable: readdir on a dup of fd (closedir closes only the dup). */
 int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
-		 de__ent_cb cb, void *arg)
+		 int names_ahead, de__ent_cb cb, void *arg)
 {
 	int e = de__fault(ctx, DE_OP_READ, name);
 	int dfd, rc = 0, waits = 0;
@@ -340,6 +351,7 @@ int de__read_dir(de_ctx *ctx, int fd, const char *name, void *buf,
 	struct dirent *de;
 
 	(void)buf;
+	(void)names_ahead;
 	if (e)
 		return -e;
 	while ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
