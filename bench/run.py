@@ -52,10 +52,11 @@ Scenarios, full size [--size mid] [--quick]:
           deletes through a fresh mount of the model, every request a
           round trip, 16 in flight at most; 100 x 200, a flat directory
           of 10,000 and a chain of 500 levels, at 0.2 ms and 2 ms, and
-          100 x 200 with 64 slots; reports the requests by kind and the
-          CPU of the client and of the model.  Runs once, whatever --fs
-          and --cache say; --netfs-cache=none turns the kernel's caches
-          off                               [same] [2 ms, 20 x 100]
+          100 x 200 with 64 slots (the flat directory at 2 ms once);
+          no warm-up round, each run on a fresh mount; reports the
+          requests by kind and the CPU of the client and of the model.
+          Runs once, whatever --fs and --cache say; --netfs-cache=none
+          turns the kernel's caches off     [same] [2 ms, 20 x 100]
   snapshot-expiry  rsnapshot's expiry: a tree and its `cp -al` copy,
           made afresh for every run; rsync-rm -rf and rm -rf remove the
           copy: 300 x 1,000                [200 x 500] [100 x 200]
@@ -227,7 +228,9 @@ def main():
     out(f'# rsync-de deletion benchmark, {time.strftime("%Y-%m-%d %H:%M %Z")}')
     out()
     out(f'{a.runs} counted runs per cell after one warm-up round, peers alternated, '
-        f'fresh tree per run. Ratios are of medians; < 1 means faster than the peer named.')
+        f'fresh tree per run. Ratios are of medians; < 1 means faster than the peer named.'
+        + (' (netfs: no warm-up round; each run on a fresh mount.)' if 'netfs' in scenarios
+           else ''))
     out(f'Command: bench/run.py {" ".join(shlex.quote(x) for x in sys.argv[1:])}')
     if 'slowdisk' in scenarios:
         mod = slowdisk_bench()
