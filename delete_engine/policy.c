@@ -164,13 +164,11 @@ int de__want_split(de_ctx *ctx, long fstype)
  * Whether reading a directory also looks up one name after each batch
  * (sys.c de__read_dir): on a latency-bound file system.  An NFS client
  * asks for a listing's later pages with the entries' attributes
- * (READDIRPLUS) only once it sees the names being looked up, and FUSE's
- * client copied the heuristic.  Without that, each unlink waits for a
- * lookup first, with the directory locked.  Stock rsync, which lstats
- * each entry as it lists, gets those pages; trusting d_type, the engine
- * did not, and on the network file system model one directory of
- * 10,000 cost it 9,801 lookups to stock's 2,429 (docs/BENCHMARKS.md,
- * "Network file systems").  One lookup per getdents64 call asks for them.
+ * (READDIRPLUS) only once it sees names being looked up, and FUSE's
+ * client copied the heuristic; without them each unlink waits for a
+ * lookup first, with the directory locked.  Stock rsync gets them by
+ * lstat()ing as it lists; one lookup per getdents64 call is enough
+ * (docs/BENCHMARKS.md, "Network file systems").
  */
 int de__want_names_ahead(long fstype)
 {
@@ -189,10 +187,10 @@ int de_names_ahead(int dirfd)
  */
 static unsigned threads_for(de_ctx *ctx, long fstype)
 {
-	/* Requests in flight for a server that takes many: on the network
-	 * file system model 64 beat 32 by 1.5 times with 64 server slots,
-	 * and cost 2.5% on sshfs, where the client's CPU is the bound
-	 * (docs/BENCHMARKS.md, "Network file systems"). */
+	/* Enough requests in flight for a server that takes many at once.
+	 * Where the client's CPU is the bound (sshfs) the runs did not
+	 * separate 64 from 32 clearly (docs/BENCHMARKS.md, "Network file
+	 * systems", "sshfs"). */
 	if (latency_bound(fstype))
 		return DE__LAT_THREADS;
 	return ctx->nthreads;
