@@ -18,7 +18,7 @@ pkgs_build="build-essential autoconf quilt xz-utils python3 python3-cmarkgfm
 # (fpart) to run rsync-de as its workers' rsync, and sshfs (with fuse3's
 # fusermount3 and the sftp-server it talks to) for a FUSE file system whose
 # readdir inode numbers are not stat's; libfuse3-dev and pkg-config build
-# the FUSE helpers (testsuite/faultfs.c; bench/slowdisk and bench/netfs,
+# the FUSE helpers (testsuite/lib/faultfs.c; bench/slowdisk and bench/netfs,
 # the disk and network file system models).
 # mount (mount, losetup) and passwd (useradd) are not Essential either;
 # upstream's chown and devices tests need fakeroot when not run as root;

@@ -16,7 +16,7 @@ skipping file deletion": zlater/extra stays.
   * ext4 without d_type (mkfs -O ^filetype), an extraneous entry's inode
     cleared with debugfs (root): "readlink_stat(...) failed: Structure
     needs cleaning";
-  * faultfs (testsuite/faultfs.c, FUSE; root), getattr failing with EIO
+  * faultfs (testsuite/lib/faultfs.c, FUSE; root), getattr failing with EIO
     for one extraneous entry, every entry listed as DT_UNKNOWN:
     "readlink_stat(...) failed: Input/output error";
   * faultfs, reading sub/ failing with EIO: "readdir(sub): ...", and
@@ -153,7 +153,7 @@ img.unlink()
 
 # ---- faultfs: getattr and readdir fail -------------------------------------
 faultfs = SCRATCHDIR / 'faultfs'
-p = run(['sh', '-c', f'cc -O2 -o {faultfs} {TOP}/testsuite/faultfs.c '
+p = run(['sh', '-c', f'cc -O2 -o {faultfs} {TOP}/testsuite/lib/faultfs.c '
          '$(pkg-config --cflags --libs fuse3)'])
 if p.returncode:
     test_fail(f'cannot build faultfs (libfuse3-dev, pkg-config):\n{p.stderr}')

@@ -12,7 +12,7 @@ import time
 from .common import TOP, log, on_exit, sh
 from .peers import SFTP_SERVERS
 
-sys.path.insert(0, os.path.join(TOP, 'testsuite'))
+sys.path.insert(0, os.path.join(TOP, 'testsuite', 'lib'))
 import sshdlib	# noqa: E402  (the sshd the fork's tests use)
 
 
@@ -223,7 +223,7 @@ class CpuGroup:
 
 
 def start_sshd():
-    """The tests' throwaway sshd (testsuite/sshdlib.py) on loopback, with a
+    """The tests' throwaway sshd (testsuite/lib/sshdlib.py) on loopback, with a
     ControlMaster connection open; stopped at exit.  Returns the
     LoopbackSshd: .user_ssh and .mux are the login user's ssh command lines
     without and with the open connection, .as_user runs argv as that user,

@@ -253,7 +253,7 @@ int test(int dfd)
 
 	/* Root only, like the other tests that mount: whether a user may
 	 * open /dev/fuse differs between machines (0600 on some), and the
-	 * pinned skips (testsuite/skips/engine-user.txt) want one answer. */
+	 * pinned skips (testsuite/tools/skips/engine-user.txt) want one answer. */
 	if (geteuid() != 0)
 		return T_SKIP;
 	mfd = mount_sshfs();

@@ -1,7 +1,7 @@
 #!/bin/sh
 # deb-package.sh: test the Debian package that `make deb` built.
 #
-# Usage: testsuite/deb-package.sh DEB_DIR [VERSION]
+# Usage: testsuite/tools/deb-package.sh DEB_DIR [VERSION]
 #
 # DEB_DIR holds rsync-de_*.deb and its .changes (build/deb/); VERSION is
 # the fork's version (configure's PACKAGE_VERSION, e.g. 3.5.1-de1) that the

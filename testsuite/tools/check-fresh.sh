@@ -48,7 +48,7 @@
 
 set -eu
 mode=${1:-}
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 suite=${FRESH_SUITE:-bookworm}
 dir=$top/build/fresh
 base=$dir/$suite-apt.tar

@@ -19,7 +19,7 @@ from pathlib import Path
 import sshdlib
 from rsyncfns import claim_free_port, test_fail, test_skipped
 
-TOP = Path(os.environ.get('RSYNC_DE_TOP', Path(__file__).resolve().parent.parent))
+TOP = Path(os.environ.get('RSYNC_DE_TOP', Path(__file__).resolve().parents[2]))
 RSYNC_STOCK = os.environ.get('RSYNC_STOCK', str(TOP / 'rsync-stock'))
 
 

@@ -9,7 +9,7 @@
 #
 # Only a test that starts the far side's binary can tell a mixed pair from
 # rsync-de alone; every other test would repeat check-upstream.  LIST
-# (testsuite/interop-tests.txt) names the tests that do, and is pinned
+# (testsuite/tools/interop-tests.txt) names the tests that do, and is pinned
 # like the expected skips: `pin` runs the whole suite with the far side
 # behind a wrapper that records which test started it, and writes LIST.
 # `run` runs the listed tests behind the same wrapper, their skips held to

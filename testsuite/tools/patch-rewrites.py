@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Which patches of the series rewrite lines that an earlier patch added.
 
-Usage: testsuite/patch-rewrites.py PRISTINE PATCHES [PINNED]
+Usage: testsuite/tools/patch-rewrites.py PRISTINE PATCHES [PINNED]
 
 PRISTINE is an unpacked upstream tree, PATCHES the directory holding
 series and the patches.  The series is replayed on line provenance

@@ -1,18 +1,18 @@
 #!/bin/sh
 # check-patches.sh: the series is in order.
 #
-# Usage: testsuite/check-patches.sh TARBALL
+# Usage: testsuite/tools/check-patches.sh TARBALL
 #
 # Pins: every patch in patches/series exists and carries its DEP-3 header
 # (Description, Author, Forwarded, Last-Update), the "To use this patch"
 # block and based-on: with the pinned release; the series applies to a
 # pristine tree without fuzz; a refresh (the edit workflow) leaves
 # every patch byte for byte as committed; and no patch rewrites lines an
-# earlier one added, beyond the pairs testsuite/patch-rewrites.txt pins
-# (testsuite/patch-rewrites.py).
+# earlier one added, beyond the pairs testsuite/tools/patch-rewrites.txt pins
+# (testsuite/tools/patch-rewrites.py).
 
 set -eu
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/rsync-src/VERSION"
 tarball=$1
 fail=0
@@ -41,8 +41,8 @@ else
 	bad "the series does not apply without fuzz"
 fi
 "$top/rsync-src/unpack.sh" "$tarball" "$work/pristine"
-"${PYTHON:-python3}" "$top/testsuite/patch-rewrites.py" "$work/pristine" "$top/patches" \
-	"$top/testsuite/patch-rewrites.txt" >/dev/null || bad "a patch rewrites an earlier one's lines (above)"
+"${PYTHON:-python3}" "$top/testsuite/tools/patch-rewrites.py" "$work/pristine" "$top/patches" \
+	"$top/testsuite/tools/patch-rewrites.txt" >/dev/null || bad "a patch rewrites an earlier one's lines (above)"
 n=$(echo $series | wc -w)
 [ $fail = 0 ] && echo "check-patches: $n patches apply cleanly, refresh is a no-op, headers complete"
 exit $fail

@@ -1,6 +1,6 @@
 """A throwaway openssh-server on 127.0.0.1, for the fork's tests and bench/.
 
-One copy of the set-up that testsuite/forkfns.py (loopback_sshd, for
+One copy of the set-up that testsuite/lib/forkfns.py (loopback_sshd, for
 delete-only-ssh_test and fpsync-workers_test) and bench/run.py (the ssh
 scenario) both use, so the benchmark measures the sshd the tests check.
 It needs nothing from upstream's rsyncfns, so bench/ can import it too.

@@ -19,7 +19,7 @@
 # kept can be read at the paths it printed.
 
 set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 say() { printf 'scratch-fs: %s\n' "$*" >&2; }
 [ $# -gt 0 ] || { say "usage: scratch-fs.sh COMMAND..."; exit 2; }
 
