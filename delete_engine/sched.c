@@ -402,6 +402,69 @@ void de__files_run(de_ctx *ctx, struct de__node *n)
 }
 
 /*
+ * Whether n's k files to unlink are cut into one chunk per worker (of at
+ * least DE__CHUNK_MIN files): with at least split_min of them, or with
+ * split_idle_min when no task is queued, which the other workers would
+ * otherwise wait for (with tasks queued they are better spent on other
+ * directories).  See README, "Heuristics".
+ */
+static int want_split(de_ctx *ctx, struct de__node *n, size_t k)
+{
+	return (k >= (size_t)ctx->run.split_min ||
+		(k >= (size_t)ctx->run.split_idle_min &&
+		 __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
+	       ctx->run.run_threads > 1 && k >= 2 * DE__CHUNK_MIN &&
+	       de__want_split(ctx, n->fstype);
+}
+
+/*
+ * Hand all but the first chunk of n's files (idx, k of them, on fd) to
+ * the pool; returns how many the caller unlinks itself.  Each chunk holds
+ * a reference and a pin of n; a chunk that cannot be allocated is
+ * unlinked here.
+ */
+static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
+			  uint32_t *idx, size_t k)
+{
+	unsigned nch = ctx->run.run_threads, i;
+	size_t per, start;
+
+	if (k / nch < DE__CHUNK_MIN)
+		nch = (unsigned)(k / DE__CHUNK_MIN);
+	per = k / nch;
+	start = per;
+
+	de__lock(ctx);
+	n->chunks += nch - 1;
+	n->refs += nch - 1;
+	n->pins += nch - 1;
+	de__unlock(ctx);
+	for (i = 1; i < nch; i++) {
+		struct de__chunk *c = malloc(sizeof(*c));
+		size_t cnt = i == nch - 1 ? k - start : per;
+
+		if (!c) {
+			/* Do it ourselves. */
+			unlink_range(ctx, n, fd, idx + start, cnt);
+			de__lock(ctx);
+			n->chunks--;
+			n->refs--;
+			n->pins--;
+			de__unlock(ctx);
+		} else {
+			c->node = n;
+			c->idx = idx;
+			c->start = start;
+			c->n = cnt;
+			c->work.fn = chunk_task;
+			de__pool_submit(&ctx->pool, &c->work, 1);
+		}
+		start += cnt;
+	}
+	return per;
+}
+
+/*
  * Phase 2 of a scanned node whose children are made and scheduled
  * already (n->early), as a work item, bypassing the phase-2 gate: the
  * global schedule hands its window to the pool this way (global.c).
@@ -455,56 +518,8 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		de__node_release(ctx, n, pinned);
 		return;
 	}
-	/*
-	 * Splitting: a directory with at least split_min files to unlink is
-	 * cut into one chunk per worker (of at least DE__CHUNK_MIN files), and so
-	 * is one with split_idle_min
-	 * when no task is queued, which the other workers would otherwise
-	 * wait for (with tasks queued they are better spent on other
-	 * directories).  See README, "Heuristics".
-	 */
-	if (idx && (k >= (size_t)ctx->run.split_min ||
-	     (k >= (size_t)ctx->run.split_idle_min &&
-	      __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
-	    ctx->run.run_threads > 1 && k >= 2 * DE__CHUNK_MIN &&
-	    de__want_split(ctx, n->fstype)) {
-		unsigned nch = ctx->run.run_threads, i;
-		size_t per, start;
-
-		if (k / nch < DE__CHUNK_MIN)
-			nch = (unsigned)(k / DE__CHUNK_MIN);
-		per = k / nch;
-		start = per;
-
-		de__lock(ctx);
-		n->chunks += nch - 1;
-		n->refs += nch - 1;
-		n->pins += nch - 1;
-		de__unlock(ctx);
-		for (i = 1; i < nch; i++) {
-			struct de__chunk *c = malloc(sizeof(*c));
-			size_t cnt = i == nch - 1 ? k - start : per;
-
-			if (!c) {
-				/* Do it ourselves. */
-				unlink_range(ctx, n, fd, idx + start, cnt);
-				de__lock(ctx);
-				n->chunks--;
-				n->refs--;
-				n->pins--;
-				de__unlock(ctx);
-			} else {
-				c->node = n;
-				c->idx = idx;
-				c->start = start;
-				c->n = cnt;
-				c->work.fn = chunk_task;
-				de__pool_submit(&ctx->pool, &c->work, 1);
-			}
-			start += cnt;
-		}
-		k = per;
-	}
+	if (idx && want_split(ctx, n, k))
+		k = split_files(ctx, n, fd, idx, k);
 	unlink_range(ctx, n, fd, idx, k);
 	files_done(ctx, n, idx);
 	de__node_release(ctx, n, pinned);
