@@ -196,8 +196,14 @@ static void flush(de_ctx *ctx, struct de__global *g)
 void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 		      int probe)
 {
-	size_t tx = de__journal_tx_blocks(root->fd);
+	size_t tx;
 
+	if (!ctx->jtx_known || ctx->jtx_dev != root->dev) {
+		ctx->jtx_blocks = de__journal_tx_blocks(root->dev);
+		ctx->jtx_dev = root->dev;
+		ctx->jtx_known = 1;
+	}
+	tx = ctx->jtx_blocks;
 	memset(g, 0, sizeof(*g));
 	g->probing = probe;
 	g->ents_max = ctx->global_ents ? ctx->global_ents : WIN_ENTS;
@@ -227,10 +233,13 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	 * A huge directory read last is this thread's to unlink, as a
 	 * directory task the calling thread runs (sched.c de__task): its
 	 * listing is still in this CPU's cache.  A worker taking it was
-	 * slower (docs/BENCHMARKS.md, "Before and after").  Smaller ones go
-	 * to the pool like the rest.
+	 * slower (docs/BENCHMARKS.md, "Before and after").  So is the only
+	 * directory of a call with nothing left to read (rsync calls once
+	 * per directory of a sync): this thread would only wait for the
+	 * worker it woke.  Smaller ones go to the pool like the rest.
 	 */
-	if (g->nwin && g->win[g->nwin - 1]->nents > PROBE_ENTS_MAX)
+	if (g->nwin && (g->win[g->nwin - 1]->nents > PROBE_ENTS_MAX ||
+			(g->nwin == 1 && !g->nstack)))
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		de__schedule(ctx, g->stack[k]);

@@ -88,7 +88,7 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
 int de__fd_budget(void);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
 long de__fs_type(int fd);
-size_t de__journal_tx_blocks(int fd);
+size_t de__journal_tx_blocks(dev_t dev);
 
 /* ---- node.c, scan.c, sched.c: the tree of directories in progress ---- */
 
@@ -265,6 +265,13 @@ struct de_ctx {
 	int fd_budget;
 	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
 	size_t global_ents, global_blocks;
+	/*
+	 * global.c: the journal transaction size of device jtx_dev, read
+	 * once per device, not on each call: rsync calls once per directory.
+	 */
+	dev_t jtx_dev;
+	size_t jtx_blocks;
+	int jtx_known;
 	pthread_mutex_t mu;		/* the tree lock */
 	pthread_cond_t cv;		/* the calling thread waits here */
 	char *pbuf;			/* report paths (calling thread) */

@@ -235,11 +235,19 @@ int de__pool_cancel(struct de__pool *p, struct de__work *w)
 	return rc;
 }
 
-/* Let only the first n workers take work (at least one). */
+/*
+ * Let only the first n workers take work (at least one).  Called once per
+ * run: the workers are woken only when some are let in and work waits,
+ * not for nothing on every call of a caller that makes many small ones.
+ */
 void de__pool_limit(struct de__pool *p, unsigned n)
 {
+	unsigned old;
+
 	pthread_mutex_lock(&p->mu);
+	old = p->limit;
 	p->limit = n ? n : 1;
-	pthread_cond_broadcast(&p->cv);
+	if (p->limit > old && p->head.next != &p->head)
+		pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -238,24 +238,21 @@ long de__fs_type(int fd)
 }
 
 /*
- * The most blocks one jbd2 transaction of fd's file system may hold (a
- * third of an ext4 journal), from /proc/fs/jbd2/NAME-8/info ("... each
- * up to N blocks"), NAME being the block device's; 0 when unknown (not
- * ext4, an external journal, no /proc).
+ * The most blocks one jbd2 transaction of device dev's file system may
+ * hold (a third of an ext4 journal), from /proc/fs/jbd2/NAME-8/info
+ * ("... each up to N blocks"), NAME being the block device's; 0 when
+ * unknown (not ext4, an external journal, no /proc).
  */
-size_t de__journal_tx_blocks(int fd)
+size_t de__journal_tx_blocks(dev_t dev)
 {
 #ifndef DE_PORTABLE
-	struct stat st;
 	char link[PATH_MAX], path[PATH_MAX + 32], buf[256];
 	const char *name, *p;
 	ssize_t len;
 	int pfd;
 
-	if (fstat(fd, &st) < 0)
-		return 0;
-	snprintf(path, sizeof path, "/sys/dev/block/%u:%u", major(st.st_dev),
-		 minor(st.st_dev));
+	snprintf(path, sizeof path, "/sys/dev/block/%u:%u", major(dev),
+		 minor(dev));
 	len = readlink(path, link, sizeof link - 1);
 	if (len <= 0)
 		return 0;
@@ -274,7 +271,7 @@ size_t de__journal_tx_blocks(int fd)
 	p = strstr(buf, "each up to ");
 	return p ? (size_t)strtoull(p + 11, NULL, 10) : 0;
 #else
-	(void)fd;
+	(void)dev;
 	return 0;
 #endif
 }
