@@ -628,6 +628,66 @@ static struct de__node *first_child(struct de__node *n)
 }
 
 /*
+ * run_phase2's chain read-ahead: when n is likely to wait for the thread
+ * that unlinks (gate open, few tasks queued, the ready queue has room),
+ * make its children here, schedule all but the first and return that one
+ * for this thread to scan next; NULL otherwise.  A racy peek: making
+ * children early is right whether or not n ends up deferred (phase 2 then
+ * skips it); run_phase2 decides under the lock.
+ */
+static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
+{
+	unsigned gate = ctx->run.p2_gate;
+	struct de__node *c;
+	size_t i;
+
+	if (!gate || ctx->run.hookmode || n->skip_scan || de__cancelled(ctx) ||
+	    __atomic_load_n(&ctx->sched.p2_active, __ATOMIC_RELAXED) <= 0 ||
+	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) >= gate ||
+	    __atomic_load_n(&ctx->sched.nready, __ATOMIC_RELAXED) >=
+	    ctx->run.ahead_max ||
+	    __atomic_load_n(&ctx->sched.ready_ents, __ATOMIC_RELAXED) >=
+	    READY_ENTS_MAX)
+		return NULL;
+	de__make_children(ctx, n);
+	n->early = 1;
+	c = first_child(n);
+	for (i = n->nents; i-- > 0;)
+		if (n->ents[i].child && n->ents[i].child != c)
+			de__schedule(ctx, n->ents[i].child);
+	return c;
+}
+
+/*
+ * Phase 2 of n, then of every node on the ready queue, until it is empty;
+ * the caller counted itself in sched.p2_active, which this leaves.
+ */
+static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
+{
+	for (;;) {
+		de__phase2(ctx, n, pinned);
+		de__lock(ctx);
+		n = ctx->sched.ready;
+		if (!n) {
+			__atomic_store_n(&ctx->sched.p2_active,
+					 ctx->sched.p2_active - 1, __ATOMIC_RELAXED);
+			de__unlock(ctx);
+			return;
+		}
+		ctx->sched.ready = n->rnext;
+		if (!ctx->sched.ready)
+			ctx->sched.ready_tail = NULL;
+		__atomic_store_n(&ctx->sched.nready, ctx->sched.nready - 1,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents - n->nents,
+				 __ATOMIC_RELAXED);
+		n->rnext = NULL;
+		pinned = n->rpinned;
+		de__unlock(ctx);
+	}
+}
+
+/*
  * Phase 2 of scanned node n (pinned: n is pinned), under phase-2
  * admission.  A thread may start unlinking when no other thread is, or
  * when at least ctx->run.p2_gate directory tasks are queued (the tree is wide
@@ -655,29 +715,8 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 				   int pinned)
 {
 	unsigned gate = ctx->run.p2_gate;
-	struct de__node *c = NULL;
+	struct de__node *c = read_ahead(ctx, n);
 
-	/*
-	 * Racy peek: making children early is right whether or not n
-	 * ends up deferred (phase 2 then skips it); the decision below is
-	 * made under the lock.
-	 */
-	if (gate && !ctx->run.hookmode && !n->skip_scan && !de__cancelled(ctx) &&
-	    __atomic_load_n(&ctx->sched.p2_active, __ATOMIC_RELAXED) > 0 &&
-	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) < gate &&
-	    __atomic_load_n(&ctx->sched.nready, __ATOMIC_RELAXED) <
-	    ctx->run.ahead_max &&
-	    __atomic_load_n(&ctx->sched.ready_ents, __ATOMIC_RELAXED) <
-	    READY_ENTS_MAX) {
-		size_t i;
-
-		de__make_children(ctx, n);
-		n->early = 1;
-		c = first_child(n);
-		for (i = n->nents; i-- > 0;)
-			if (n->ents[i].child && n->ents[i].child != c)
-				de__schedule(ctx, n->ents[i].child);
-	}
 	de__lock(ctx);
 	if (ctx->sched.p2_active > 0 && gate &&
 	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) < gate) {
@@ -719,27 +758,8 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 	de__unlock(ctx);
 	if (c)
 		de__schedule(ctx, c);
-	for (;;) {
-		de__phase2(ctx, n, pinned);
-		de__lock(ctx);
-		n = ctx->sched.ready;
-		if (!n) {
-			__atomic_store_n(&ctx->sched.p2_active,
-					 ctx->sched.p2_active - 1, __ATOMIC_RELAXED);
-			de__unlock(ctx);
-			return NULL;
-		}
-		ctx->sched.ready = n->rnext;
-		if (!ctx->sched.ready)
-			ctx->sched.ready_tail = NULL;
-		__atomic_store_n(&ctx->sched.nready, ctx->sched.nready - 1,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents - n->nents,
-				 __ATOMIC_RELAXED);
-		n->rnext = NULL;
-		pinned = n->rpinned;
-		de__unlock(ctx);
-	}
+	unlink_ready(ctx, n, pinned);
+	return NULL;
 }
 
 /*
