@@ -30,6 +30,11 @@ extern "C" {
  * the engine run with fewer workers. */
 #define DE_OP_THREAD		(DE_OP_CHMOD + 1)
 
+/* The fault hook's op for reopening a directory whose fd was closed to
+ * stay within the fd budget (name: the directory's, or ".." when it is
+ * reopened through a child): tests count them. */
+#define DE_OP_REOPEN		(DE_OP_CHMOD + 2)
+
 /*
  * Fault injection: fn is asked (possibly on a worker thread, so it must
  * be thread-safe) before each syscall the engine makes on an entry, and

@@ -36,11 +36,15 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Entries one window sorts: 24 bytes each, 12 MiB. */
 #define WIN_ENTS	(1u << 19)
+
+/* de__global.wfd[k] when the window holds no pin on win[k]. */
+#define NO_PIN	INT_MIN
 
 /* A listing this long makes a scan's time the CPU's, not the disk's. */
 #define PROBE_ENTS_MAX	4096
@@ -48,7 +52,8 @@
 struct gent {
 	uint64_t ino;
 	struct de__node *n;
-	uint32_t i;
+	uint32_t i;		/* n's entry */
+	uint32_t k;		/* n's place in the window */
 };
 
 static int by_ino(const void *a, const void *b)
@@ -87,17 +92,25 @@ static int reserve(struct de__global *g, size_t k)
 	return 0;
 }
 
-static int win_add(struct de__global *g, struct de__node *n)
+/* Add n to the window, with its fd if the window holds a pin on it, else
+ * NO_PIN. */
+static int win_add(struct de__global *g, struct de__node *n, int fd)
 {
 	if (g->nwin == g->win_cap) {
 		size_t cap = g->win_cap ? 2 * g->win_cap : 64;
 		struct de__node **w = realloc(g->win, cap * sizeof(*w));
+		int *f;
 
 		if (!w)
 			return -ENOMEM;
 		g->win = w;
+		f = realloc(g->wfd, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		g->wfd = f;
 		g->win_cap = cap;
 	}
+	g->wfd[g->nwin] = fd;
 	g->win[g->nwin++] = n;
 	return 0;
 }
@@ -135,6 +148,23 @@ static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 			g->stack[g->nstack++] = n->ents[i].child;
 }
 
+/*
+ * Let go of the pins the window holds on its directories, taken as each
+ * was read so that reading a child and unlinking the files find its fd
+ * held (flush hands them to de__files_run instead).  Pinned for each file,
+ * a directory whose fd was closed for the budget was reopened from its
+ * nearest held ancestor every time: a chain deeper than the budget took
+ * minutes (test/deep_reopens.c).
+ */
+static void unpin_window(de_ctx *ctx, struct de__global *g)
+{
+	size_t k;
+
+	for (k = 0; k < g->nwin; k++)
+		if (g->wfd[k] >= 0)
+			de__node_unpin(ctx, g->win[k]);
+}
+
 /* Unlink the window's files in one inode order, then let its nodes go. */
 static void flush(de_ctx *ctx, struct de__global *g)
 {
@@ -155,6 +185,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 			v[nv].ino = e->ino;
 			v[nv].n = n;
 			v[nv].i = (uint32_t)i;
+			v[nv].k = (uint32_t)k;
 			nv++;
 		}
 	}
@@ -165,28 +196,32 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	for (i = 0; i < nv; i++) {
 		struct de__node *n = v[i].n;
 		struct de__ent *e = &n->ents[v[i].i];
-		int fd, kept;
+		int *fd = &g->wfd[v[i].k], kept;
 
+		/* Not held (the root, or a read that kept no pin): pin it
+		 * for the rest of the window, or keep its error. */
+		if (*fd == NO_PIN)
+			*fd = de__node_pin(ctx, n, -1);
 		if (de__cancelled(ctx)) {
 			e->res = DE_R_SKIPPED;
 			kept = 1;
-		} else if ((fd = de__node_pin(ctx, n, -1)) < 0) {
-			e->res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
+		} else if (*fd < 0) {
+			e->res = *fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
 			e->op = e->res == DE_R_FAILED ? DE_OP_OPEN : 0;
-			e->err = -fd;
+			e->err = -*fd;
 			e->done = 1;
 			kept = e->res == DE_R_FAILED;
 		} else {
-			kept = de__unlink_ent(ctx, n, fd, e, 1);
-			de__node_unpin(ctx, n);
+			kept = de__unlink_ent(ctx, n, *fd, e, 1);
 		}
 		if (kept)
 			de__node_keep(ctx, n);
 	}
 	free(v);
-	/* Deepest first: a directory goes as soon as its last child does. */
+	/* Deepest first: a directory goes as soon as its last child does,
+	 * the window's pin on it handed over. */
 	for (k = g->nwin; k-- > 0;)
-		de__files_run(ctx, g->win[k]);
+		de__files_run(ctx, g->win[k], g->wfd[k] >= 0 ? g->wfd[k] : -1);
 	g->nwin = 0;
 	g->ents = 0;
 	g->blocks = 0;
@@ -212,8 +247,8 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
 			tx ? tx / 2 : 170;
 	descend(ctx, g, root);
-	if (win_add(g, root) < 0)
-		de__files_run(ctx, root);
+	if (win_add(g, root, NO_PIN) < 0)
+		de__files_run(ctx, root, -1);
 	else
 		g->ents = root->nents;
 }
@@ -228,6 +263,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 {
 	struct de__node *mine = NULL;
 	size_t k;
+
+	unpin_window(ctx, g);
 
 	/*
 	 * A huge directory read last is this thread's to unlink, as a
@@ -286,20 +323,27 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 		struct de__node *n = g->stack[--g->nstack];
 		uint64_t t0 = g->probing ? de__now_ns() : 0;
 
+		int pinned, fd = NO_PIN;
+
 		de__node_running(ctx, n);
-		(void)de__scan(ctx, n, ctx->caller_buf, 0);
+		pinned = de__scan(ctx, n, ctx->caller_buf, 1) & 1;
 		if (g->probing)
 			probe(g, n, de__now_ns() - t0);
 		ctx->run.tick(ctx);
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
 			 * cancelled: sched.c finishes it at once. */
-			de__phase2(ctx, n, 0);
+			de__phase2(ctx, n, pinned);
 			continue;
 		}
 		descend(ctx, g, n);
-		if (win_add(g, n) < 0) {
-			de__files_run(ctx, n);
+		if (pinned) {
+			de__lock(ctx);
+			fd = n->fd;
+			de__unlock(ctx);
+		}
+		if (win_add(g, n, fd) < 0) {
+			de__files_run(ctx, n, pinned ? fd : -1);
 			continue;
 		}
 		g->ents += n->nents;
@@ -318,7 +362,9 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 	}
 	free(g->stack);
 	free(g->win);
+	free(g->wfd);
 	g->stack = NULL;
 	g->win = NULL;
+	g->wfd = NULL;
 	return 0;
 }

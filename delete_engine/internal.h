@@ -392,7 +392,7 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);
 void de__node_keep(de_ctx *ctx, struct de__node *n);
-void de__files_run(de_ctx *ctx, struct de__node *n);
+void de__files_run(de_ctx *ctx, struct de__node *n, int fd);
 void de__files_task(struct de__work *w, void *buf);
 
 /* global.c: the calling thread reads a window of the tree, then unlinks
@@ -401,6 +401,7 @@ void de__files_task(struct de__work *w, void *buf);
 #define DE__PROBE_DIRS	8
 struct de__global {
 	struct de__node **stack, **win;
+	int *wfd;			/* win[k]'s fd, pinned, or NO_PIN (global.c) */
 	size_t nstack, stack_cap, nwin, win_cap;
 	size_t ents, blocks;		/* what the window holds */
 	size_t ents_max, dirs_max, blocks_max;

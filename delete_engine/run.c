@@ -458,10 +458,64 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 }
 
 /*
- * The ordered walk of n's listing, in canonical order (recursive: one
- * small frame per level of the tree).
+ * Whether a serial run's walk pins the directory whose entries it
+ * removes: not where no fd is needed (a dry run without the dispose
+ * hook), and not when the fd budget is a few fds (the caller holds
+ * nearly all of its limit, test/fd_pressure.c): a pin cannot be shed
+ * under EMFILE (node.c de__shed_fd), and the readers need every fd
+ * there.  Each entry then pins its directory itself, slow as that is
+ * for a chain deeper than the budget.
  */
-static void ordered_walk(de_ctx *ctx, struct de__node *n)
+#define WALK_PIN_BUDGET 4
+
+static int walk_pins(const de_ctx *ctx)
+{
+	return ctx->run.serial && ctx->fd_budget >= WALK_PIN_BUDGET &&
+	       (!(ctx->run.flags & DE_F_DRY_RUN) || ctx->run.hooks->dispose);
+}
+
+/*
+ * Serial run: the walk goes down from n, pinned (nfd >= 0) or not, into
+ * its child c.  c is pinned while n still is, so a closed fd of c's is
+ * reopened from n's with one openat; then n is let go, so that the walk
+ * holds one fd, not one per level.  Returns c's pinned fd or -1.
+ */
+static int walk_down(de_ctx *ctx, struct de__node *n, int nfd,
+		     struct de__node *c)
+{
+	int cfd = walk_pins(ctx) ? de__node_pin(ctx, c, -1) : -1;
+
+	if (nfd >= 0)
+		de__node_unpin(ctx, n);
+	return cfd < 0 ? -1 : cfd;
+}
+
+/*
+ * And back up from c (its pinned fd cfd, or -1) to n: n is pinned again,
+ * reopened as c's ".." if its fd was closed meanwhile, and c let go.
+ * Pinning n from its nearest held ancestor instead, once per entry, made
+ * a serial run quadratic in the depth of a chain deeper than the fd
+ * budget (every btrfs run, --max-delete, --backup).  Returns n's pinned
+ * fd or -1.
+ */
+static int walk_up(de_ctx *ctx, struct de__node *n, struct de__node *c,
+		   int cfd)
+{
+	int nfd = walk_pins(ctx) ? de__node_pin(ctx, n, cfd) : -1;
+
+	if (cfd >= 0)
+		de__node_unpin(ctx, c);
+	return nfd < 0 ? -1 : nfd;
+}
+
+/*
+ * The ordered walk of n's listing, in canonical order (recursive: one
+ * small frame per level of the tree).  nfd is n's fd if the caller
+ * pinned it for the walk (walk_pins), else -1.  Returns n's fd, still
+ * pinned, or -1: the pin the walk holds moves with it (walk_down,
+ * walk_up), and the caller drops what is left.
+ */
+static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 {
 	int entered = 0;
 	long dlen;
@@ -490,8 +544,12 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 
 		if (c) {
 			need_scanned(ctx, c);
-			if (!c->skip_scan)
-				ordered_walk(ctx, c);
+			if (!c->skip_scan) {
+				int cfd = walk_down(ctx, n, nfd, c);
+
+				cfd = ordered_walk(ctx, c, cfd);
+				nfd = walk_up(ctx, n, c, cfd);
+			}
 			if (de__cancelled(ctx))
 				break;
 			if (ctx->run.serial)
@@ -514,6 +572,7 @@ static void ordered_walk(de_ctx *ctx, struct de__node *n)
 	}
 	if (entered && ctx->run.hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
 		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
+	return nfd;
 }
 
 /* Unordered: deliver events until the root is final and none is left. */
@@ -866,8 +925,11 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		run_global(ctx, r);
 	else
 		de__phase2(ctx, r, 0);
-	if (ctx->run.ordered)
-		ordered_walk(ctx, r);
+	if (ctx->run.ordered) {
+		/* The root's fd is never closed: it needs no pin to start. */
+		if (ordered_walk(ctx, r, -1) >= 0)
+			de__node_unpin(ctx, r);
+	}
 	else
 		drain_events(ctx);
 	return end_run(ctx, r, sum);

@@ -375,12 +375,14 @@ void de__node_running(de_ctx *ctx, struct de__node *n)
 /*
  * Phase 2 of scanned node n for a schedule that unlinked its files itself
  * (global.c): unlink what is left of them, in listing order, publish them
- * and drop n's own reference.  Its children were made already.
+ * and drop n's own reference.  Its children were made already.  fd is
+ * n's fd, pinned by the caller and handed over (so that n's removal, if
+ * this is its last reference, reopens its parent as ".."), or -1.
  */
-void de__files_run(de_ctx *ctx, struct de__node *n)
+void de__files_run(de_ctx *ctx, struct de__node *n, int fd)
 {
 	size_t i;
-	int fd = -1, pinned = 0;
+	int pinned = fd >= 0;
 
 	for (i = 0; i < n->nents; i++) {
 		const struct de__ent *e = &n->ents[i];
@@ -389,7 +391,8 @@ void de__files_run(de_ctx *ctx, struct de__node *n)
 			break;
 	}
 	if (i < n->nents) {
-		fd = de__node_pin(ctx, n, -1);
+		if (!pinned)
+			fd = de__node_pin(ctx, n, -1);
 		pinned = fd >= 0;
 		if (pinned)
 			unlink_range(ctx, n, fd, NULL, 0);

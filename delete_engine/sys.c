@@ -64,18 +64,6 @@ enum de_type de_type_of_dtype(unsigned char t)
 }
 
 /*
- * Open directory name under dfd without following a symlink at the last
- * component (dfd is itself a verified directory fd, so no component is
- * ever resolved through a symlink).  Returns the fd or a negative errno.
- */
-int de__open_dir(de_ctx *ctx, int dfd, const char *name)
-{
-	int e = de__fault(ctx, DE_OP_OPEN, name);
-
-	return e ? -e : de__reopen_dir(ctx, dfd, name);
-}
-
-/*
  * Out of fds (the caller's own, or another thread's, took what the budget
  * assumed free)?  Have the tree close a held fd that no one is using
  * (ctx->shed_fd, node.c de__shed_fd: it is reopened, and checked, when
@@ -98,9 +86,12 @@ static int fd_retry(de_ctx *ctx, int e, int *waits)
 	return 1;
 }
 
-/* de__open_dir() without the fault hook: for reopening a directory that
- * was opened (and checked) before. */
-int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
+/*
+ * Open directory name under dfd without following a symlink at the last
+ * component (dfd is itself a verified directory fd, so no component is
+ * ever resolved through a symlink).  Returns the fd or a negative errno.
+ */
+static int open_dir(de_ctx *ctx, int dfd, const char *name)
 {
 	int fd, waits = 0;
 
@@ -111,6 +102,24 @@ int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
 			return fd;
 	} while (fd_retry(ctx, errno, &waits));
 	return -errno;
+}
+
+/* Reopen a directory that was opened (and checked) before, its fd closed
+ * for the budget (node.c): the fault hook is asked with DE_OP_REOPEN, so
+ * tests can count these. */
+int de__reopen_dir(de_ctx *ctx, int dfd, const char *name)
+{
+	int e = de__fault(ctx, DE_OP_REOPEN, name);
+
+	return e ? -e : open_dir(ctx, dfd, name);
+}
+
+/* open_dir(), the fault hook asked first (DE_OP_OPEN). */
+int de__open_dir(de_ctx *ctx, int dfd, const char *name)
+{
+	int e = de__fault(ctx, DE_OP_OPEN, name);
+
+	return e ? -e : open_dir(ctx, dfd, name);
 }
 
 /* unlinkat() returning 0 or a negative errno (sched.c de__remove_at paces
