@@ -16,8 +16,17 @@ is cached), mounts it and times the delete plus `sync -f`.  The model's
 counters give the requests and bytes read and written, and its seeks.
 Rounds alternate the peers' order.  Root only.
 
+The tree is w/d/t, and d holds nothing else.  Most peers delete t's
+contents and keep t itself, as `rsync --delete-only empty/ t/` does;
+rm, find and rsync-de-all remove t as well.  Keeping t costs its emptied
+directory blocks, written home at the sync, where removing it frees
+them; in one large directory that shows (docs/BENCHMARKS.md, "Slow
+disks").  Compare peers that end in the same state.
+
 The peers (--peers):
   rsync-de      ./rsync -r --delete-only empty/ t/  (its schedule: auto)
+  rsync-de-all  ./rsync -r --delete-only empty/ d/  (t removed too, as
+                by rm -rf: rsync hands the engine t whole)
   rsync-de-dirs the same with --delete-schedule=dirs (directory by
                 directory, as before the global schedule)
   rsync-de-global  the same with --delete-schedule=global
@@ -28,11 +37,16 @@ The peers (--peers):
   stock         ./rsync-stock -r --delete empty/ t/
   rm            rm -rf t
   find          find t -delete
+  find-keep     find t -mindepth 1 -delete  (keeps t)
+  --peer NAME=COMMAND adds one (repeatable): its words, with {t}, {d}
+  and {empty} replaced, as `--peer 'before=build/against/SHA/rsync -r
+  --delete-only {empty}/ {t}/'` for an earlier build beside this one.
 """
 
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -58,6 +72,7 @@ FS = {
 }
 PEERS = {
     'rsync-de': [str(TOP / 'rsync'), '-r', '--delete-only', '{empty}/', '{t}/'],
+    'rsync-de-all': [str(TOP / 'rsync'), '-r', '--delete-only', '{empty}/', '{d}/'],
     'rsync-de-dirs': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=dirs',
                       '{empty}/', '{t}/'],
     'rsync-de-global': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=global',
@@ -66,6 +81,7 @@ PEERS = {
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
     'rm': ['rm', '-rf', '{t}'],
     'find': ['find', '{t}', '-delete'],
+    'find-keep': ['find', '{t}', '-mindepth', '1', '-delete'],
 }
 
 
@@ -81,7 +97,7 @@ def sh(argv, **kw):
 
 
 def make_image(path, fs, tree, dirs, files, size):
-    """The image with the tree at w/t (and w/empty)."""
+    """The image with the tree at w/d/t (and w/empty)."""
     with open(path, 'wb') as fh:
         fh.truncate(size)
     sh(FS[fs] + [path], stdout=subprocess.DEVNULL)
@@ -91,20 +107,21 @@ def make_image(path, fs, tree, dirs, files, size):
         w = Path(mnt) / 'w'
         w.mkdir()
         (w / 'empty').mkdir()
+        (w / 'd').mkdir()
         mktree = TOP / 'bench' / 'mktree'
         shape = ['flat', str(dirs * files)] if tree == 'flat' else ['wide', str(dirs), str(files)]
         shuffle = [] if tree == 'in-order' else ['-s']
-        dest = w / ('src' if tree == 'snapshot' else 't')
+        dest = w / ('src' if tree == 'snapshot' else 'd/t')
         sh([mktree] + shuffle + shape + [dest], stdout=subprocess.DEVNULL)
         if tree == 'snapshot':
-            sh(['cp', '-al', dest, w / 't'])
+            sh(['cp', '-al', dest, w / 'd' / 't'])
     finally:
         sh(['umount', mnt])
         os.rmdir(mnt)
 
 
 def one_run(img, model, peer, opts):
-    """Copy img, delete w/t through the model; returns a record."""
+    """Copy img, delete w/d/t through the model; returns a record."""
     run = img + '.run'
     sh(['cp', '--sparse=always', img, run])
     mnt = tempfile.mkdtemp(prefix='slowdisk-run-')
@@ -112,8 +129,9 @@ def one_run(img, model, peer, opts):
         with SlowDisk(run, model, opts) as disk:
             sh(['mount', disk.dev, mnt])
             try:
-                t = Path(mnt) / 'w' / 't'
-                argv = [a.format(t=t, empty=Path(mnt) / 'w' / 'empty') for a in peer_argv(peer)]
+                w = Path(mnt) / 'w'
+                t = w / 'd' / 't'
+                argv = [a.format(t=t, d=t.parent, empty=w / 'empty') for a in peer_argv(peer)]
                 disk.reset()
                 t0 = time.monotonic()
                 p = subprocess.run(argv, capture_output=True, text=True)
@@ -195,12 +213,19 @@ def main():
     ap.add_argument('--files', type=int, default=400)
     ap.add_argument('--size', default='2G')
     ap.add_argument('--peers', default='rsync-de,rm,stock,find')
+    ap.add_argument('--peer', action='append', default=[], metavar='NAME=COMMAND',
+                    help='one more peer: COMMAND with {t}, {d}, {empty}')
     ap.add_argument('--runs', type=int, default=3)
     ap.add_argument('--json', default=None)
     ap.add_argument('--out', default=None)
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit('bench/slowdisk/bench.py: root only (loop devices, mounts)')
+    for spec in a.peer:
+        name, sep, cmd = spec.partition('=')
+        if not sep or not cmd or name in PEERS:
+            sys.exit(f'bench/slowdisk/bench.py: --peer {spec!r}: want a new NAME=COMMAND')
+        PEERS[name] = shlex.split(cmd)
     _, text = run_cell(a.model, [o for o in a.model_opts.split(',') if o], a.fs, a.tree,
                        a.dirs, a.files, a.size, a.peers.split(','), a.runs, a.json)
     print(text)
