@@ -322,7 +322,6 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 	       g->blocks < g->blocks_max && g->probing >= 0) {
 		struct de__node *n = g->stack[--g->nstack];
 		uint64_t t0 = g->probing ? de__now_ns() : 0;
-
 		int pinned, fd = NO_PIN;
 
 		de__node_running(ctx, n);
