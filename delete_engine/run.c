@@ -348,8 +348,11 @@ static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
 	return a == DE_A_DONE || a == DE_A_KEEP ? a : DE_A_DELETE;
 }
 
-/* Serial mode: remove (or not) one non-directory entry of n. */
-static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
+/* Serial mode: remove (or not) one non-directory entry of n.  nfd is n's
+ * fd if the walk holds it pinned (walk_pins), else -1: then the entry
+ * pins n itself. */
+static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e,
+			int nfd)
 {
 	enum de_action a = DE_A_DELETE;
 	int fd, paced = 0, kept;
@@ -370,7 +373,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 		limit_take(ctx);
 		return;
 	}
-	fd = de__node_pin(ctx, n, -1);
+	fd = nfd >= 0 ? nfd : de__node_pin(ctx, n, -1);
 	if (fd < 0) {
 		/* The directory cannot be reached (ENOENT: it vanished). */
 		e->res = (uint8_t)de__rm_result(fd, &e->err);
@@ -400,7 +403,8 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e)
 	} else {
 		kept = de__unlink_ent(ctx, n, fd, e, !paced);
 	}
-	de__node_unpin(ctx, n);
+	if (nfd < 0)
+		de__node_unpin(ctx, n);
 	if (e->res == DE_R_REMOVED || e->res == DE_R_DONE)
 		limit_take(ctx);
 out:
@@ -562,7 +566,7 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			de__pump(ctx);
 		} else {
 			if (ctx->run.serial)
-				serial_file(ctx, n, e);
+				serial_file(ctx, n, e, nfd);
 			else
 				wait_state(ctx, n, NS_FILES);
 			dlen = dir_path(ctx, n, e->len + 1);
