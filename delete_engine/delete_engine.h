@@ -47,6 +47,10 @@ enum de_type {
 					 * stays an error) */
 #define DE_F_ORDERED		0x0008u	/* reports in canonical order */
 #define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
+#define DE_F_TARGET_FS		0x0800u	/* with DE_F_ONE_FILE_SYSTEM: the
+					 * device not to leave is each
+					 * target's own, not dirfd's (rm's
+					 * --one-file-system) */
 /* 0x0010-0x0020 and 0x0080-0x0400: measuring overrides, in
  * delete_engine_test.h. */
 
@@ -213,6 +217,24 @@ struct de_hooks {
 	 */
 	enum de_action (*dispose)(void *arg, int dirfd, const char *name,
 				  const char *relpath, enum de_type type);
+	/*
+	 * Optional: asked about each directory the engine is about to
+	 * enter or remove, on the calling thread, in canonical order, the
+	 * way rm -i asks: with rmdir 0 before the walk goes into a
+	 * directory whose listing is not empty, and with rmdir 1 before
+	 * the rmdir of a directory whose entries are all gone (or that had
+	 * none).  dirfd and name are the directory's parent's fd (the
+	 * engine's, or the caller's dirfd for a target; do not close it)
+	 * and its name there, relpath its path for messages.  Return
+	 * DE_A_DELETE to go on, or DE_A_KEEP to leave the directory and
+	 * all it holds (reported DE_R_KEPT, and its directories kept).  A
+	 * directory the engine cannot open or read is not asked about: it
+	 * is reported failed, as without the hook.  Setting this hook makes
+	 * removals serial, as dispose does; with both, dispose asks about
+	 * the non-directories.
+	 */
+	enum de_action (*ask_dir)(void *arg, int dirfd, const char *name,
+				  const char *relpath, int rmdir);
 	/*
 	 * Optional: rsync's ascending sort order of two names in one
 	 * directory (<0, 0, >0).  Must be pure and reentrant: it may run on

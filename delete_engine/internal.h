@@ -205,7 +205,6 @@ struct de__run {
 	struct de__node *root;
 	long long limit_left;		/* the calling thread's (de_limit_take) */
 	int limit_hit;
-	dev_t start_dev;
 	/* The plan for this call's file system (policy.c de__plan). */
 	unsigned run_threads;		/* workers allowed */
 	int split_min;			/* split a directory's unlinks from */

@@ -462,6 +462,35 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 }
 
 /*
+ * Serial mode with the ask_dir hook: may the walk enter directory c of
+ * n (rmdir 0), or remove it (rmdir 1)?  nfd is n's fd if the walk holds
+ * it pinned, else -1.  Returns 1 to go on; 0 when the hook said keep, c
+ * then left as not entered, DE_R_KEPT.  When n cannot be reached the
+ * hook is not asked: the removal meets the error and reports it.
+ */
+static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
+		   struct de__node *c, int rmdir)
+{
+	int fd = nfd >= 0 ? nfd : de__node_pin(ctx, n, -1);
+	enum de_action a = DE_A_KEEP;
+
+	if (fd < 0)
+		return 1;
+	if (dir_path(ctx, c, 0) >= 0)
+		a = ctx->run.hooks->ask_dir(ctx->run.hooks->arg, fd, c->name,
+					    ctx->pbuf, rmdir);
+	if (nfd < 0)
+		de__node_unpin(ctx, n);
+	if (a != DE_A_KEEP)
+		return 1;
+	c->skip_scan = 1;
+	c->res = DE_R_KEPT;
+	c->op = 0;
+	c->err = 0;
+	return 0;
+}
+
+/*
  * Whether a serial run's walk pins the directory whose entries it
  * removes: not where no fd is needed (a dry run without the dispose
  * hook), and not when the fd budget is a few fds (the caller holds
@@ -548,6 +577,8 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 
 		if (c) {
 			need_scanned(ctx, c);
+			if (ctx->run.hooks->ask_dir && !c->skip_scan && c->nents)
+				(void)ask_dir(ctx, n, nfd, c, 0);
 			if (!c->skip_scan) {
 				int cfd = walk_down(ctx, n, nfd, c);
 
@@ -556,6 +587,9 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			}
 			if (de__cancelled(ctx))
 				break;
+			if (ctx->run.hooks->ask_dir && !c->skip_scan &&
+			    !c->kept && ctx->run.limit_left != 0)
+				(void)ask_dir(ctx, n, nfd, c, 1);
 			if (ctx->run.serial)
 				serial_dir(ctx, c);
 			else
@@ -768,7 +802,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 	ctx->run.hooks = hooks ? hooks : &ctx->run.nohooks;
 	ctx->run.hookmode = ctx->run.hooks->enter_dir != NULL;
 	ctx->run.serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
-		      ctx->run.hooks->dispose != NULL;
+		      ctx->run.hooks->dispose != NULL ||
+		      ctx->run.hooks->ask_dir != NULL;
 	ctx->run.ordered = (flags & DE_F_ORDERED) || ctx->run.serial ||
 			   ctx->run.hookmode;
 	ctx->run.limit_left = max_delete >= 0 ? max_delete : -1;
@@ -831,7 +866,6 @@ static int new_root(de_ctx *ctx, int dirfd, struct de__node **out)
 		return rc;
 	if (!S_ISDIR(st.mode))
 		return -ENOTDIR;
-	ctx->run.start_dev = st.dev;
 	r = de__node_new(ctx, NULL, "", 0, 0);
 	if (!r)
 		return -ENOMEM;
