@@ -190,8 +190,16 @@ static int check_opened(de_ctx *ctx, struct de__node *n, int fd,
 		return 1;
 	}
 	n->mode = st->mode;
+	/*
+	 * -x: every directory entered is on the device of its parent, so
+	 * comparing with the parent is comparing with dirfd's device (or,
+	 * with DE_F_TARGET_FS, the target's: rm --one-file-system removes
+	 * an operand that is a btrfs subvolume and keeps what is on another
+	 * device inside it).
+	 */
 	if ((ctx->cfg.flags & DE_F_ONE_FILE_SYSTEM) &&
-	    st->dev != ctx->run.start_dev) {
+	    st->dev != n->parent->dev &&
+	    !(n->parent == ctx->run.root && (ctx->cfg.flags & DE_F_TARGET_FS))) {
 		skip(n, DE_R_OTHER_FS, 0, 0);
 		return 1;
 	}

@@ -1,8 +1,9 @@
 /* subvolume: a btrfs subvolume inside the tree has a device number of its
  * own but is no mount point: it is removed, as rm -rf and stock rsync
  * remove it, nested ones too; with DE_F_ONE_FILE_SYSTEM it is kept, as
- * another device (DE_R_OTHER_FS); a bind mount inside a subvolume is
- * still never entered.  The portable path, which cannot ask statx about
+ * another device (DE_R_OTHER_FS), unless it is the target itself and
+ * DE_F_TARGET_FS is set (rm's --one-file-system); a bind mount inside a
+ * subvolume is still never entered.  The portable path, which cannot ask statx about
  * mount roots, keeps a subvolume as a mount point (DE_R_MOUNT).  Needs
  * root for a loop-mounted btrfs (exit 77 without root or mkfs.btrfs). */
 #include "tutil.h"
@@ -40,7 +41,7 @@ int test(int dfd)
 	struct de_summary sum;
 	struct t_rep *r;
 	char bind[sizeof t_mnt + 16];
-	int ret = T_FAIL, wd = -1, rc, bound = 0;
+	int ret = T_FAIL, wd = -1, tfd = -1, rc, bound = 0;
 
 	(void)dfd;	/* the trees go on the btrfs, in the temp dir's mnt */
 	wd = t_loop_mount("256M", "mkfs.btrfs -q -f");
@@ -82,6 +83,20 @@ int test(int dfd)
 	CHECK(r && r->result == DE_R_NOT_EMPTY);
 	t_reps_free(&rs);
 
+	/* DE_F_TARGET_FS (rm --one-file-system): the device is the
+	 * target's own, so a subvolume named as the target is emptied and
+	 * one nested in it kept. */
+	tfd = openat(wd, "t", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(tfd >= 0);
+	rc = t_remove(tfd, "sv", 2, DE_F_ONE_FILE_SYSTEM | DE_F_TARGET_FS, -1,
+		      &rs, &sum);
+	CHECK(rc == 0);
+	r = t_find(&rs, "sv/nested");
+	CHECK(r && r->result == DE_R_OTHER_FS);
+	CHECK(t_exists(wd, "t/sv/nested/i") && !t_exists(wd, "t/sv/g") &&
+	      !t_exists(wd, "t/sv/d"));
+	t_reps_free(&rs);
+
 	/* A bind mount of the same file system inside a subvolume. */
 	CHECK(t_paths(wd, "t/sv/bm/", "bsrc/keep", NULL) == 0);
 	snprintf(bind, sizeof bind, "%s/t/sv/bm", t_mnt);
@@ -98,6 +113,8 @@ int test(int dfd)
 #endif
 out:
 	t_reps_free(&rs);
+	if (tfd >= 0)
+		close(tfd);
 	if (bound && umount2(bind, MNT_DETACH))
 		fprintf(stderr, "umount bind failed\n");
 	t_umount(wd);
