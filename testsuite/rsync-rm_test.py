@@ -16,7 +16,14 @@ file system).  Cases:
   * a hard-linked `cp -al` generation: the other generation is intact
     and its link counts fall to 1;
   * --one-file-system across a tmpfs mount (root): kept, "skipping ...,
-    since it's on a different device", exit 1, as rm.
+    since it's on a different device", exit 1, as rm;
+  * a file and a fifo named with a trailing slash ('f/'): kept, "Not a
+    directory", exit 1 (0 with -f);
+  * -d, -i, -I, --interactive[=WHEN] and write-protected entries with
+    ---presume-input-tty (as nobody), answered yes and no: the same
+    prompts (as sets: the orders of two siblings differ) and trees;
+  * -v of a name with a newline, quoted; option values rm rejects;
+    --help to a full disk fails.
 The documented differences (rsync-rm.1), pinned:
   * a bind mount of the same file system: GNU rm crosses it even with
     --one-file-system and empties its source; rsync-rm keeps it, with
@@ -24,7 +31,6 @@ The documented differences (rsync-rm.1), pinned:
   * 'link/', a symlink to a directory with a trailing slash: GNU rm 9.1
     empties the directory it points to and exits 0; rsync-rm refuses,
     removes nothing, exit 1;
-  * -i, -I and --interactive are refused (exit 1, nothing removed).
 And --polite and RSYNC_RM_POLITE=1 remove the tree as -rf does.
 """
 
@@ -69,16 +75,15 @@ def tree(root: Path, owner=None) -> None:
 
 
 def norm(text: str, root: Path) -> list:
-    """Lines with the program's name and the scratch path made alike."""
-    out = []
-    for line in text.replace(str(root), 'ROOT').splitlines():
-        if line.startswith('rsync-rm: '):
-            line = 'rm: ' + line[len('rsync-rm: '):]
-        out.append(line.replace("'rsync-rm --help'", "'rm --help'"))
-    return out
+    """Lines with the program's name (argv[0], as rm has it) and the
+    scratch path made alike; prompts, which end without a newline, one
+    a line."""
+    text = text.replace('? ', '?\n').replace(str(root), 'ROOT')
+    return [line.replace(RSYNC_RM, 'rm') for line in text.splitlines()]
 
 
-def both(label, args, build=tree, as_nobody=False, sets=False, setup=None):
+def both(label, args, build=tree, as_nobody=False, sets=False, setup=None,
+         answers=None):
     """Run rm ARGS and rsync-rm ARGS (names relative to a fresh copy's
     root) and return ((rc, out, err, listing) for rm, the same for
     rsync-rm)."""
@@ -96,7 +101,7 @@ def both(label, args, build=tree, as_nobody=False, sets=False, setup=None):
         if as_nobody:
             argv = ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
                     '--clear-groups'] + argv
-        p = run(argv, cwd=root)
+        p = run(argv, cwd=root, input=answers)
         # Each directory readable again before the walk lists it: a user
         # who is not root cannot list one left at mode 000.
         os.chmod(root, 0o755)
@@ -108,7 +113,7 @@ def both(label, args, build=tree, as_nobody=False, sets=False, setup=None):
         err = [x for x in err if not x.startswith('rm: cannot remove ')] + \
             sorted(x for x in err if x.startswith('rm: cannot remove '))
         if sets:
-            out = sorted(out)
+            out, err = sorted(out), sorted(err)
         res.append((p.returncode, out, err, fd_listing(root)))
     if fd_listing(outside) != OUTSIDE:
         test_fail(f'{label}: the directory outside changed: {fd_listing(outside)}')
@@ -201,10 +206,49 @@ if not any('dirlink/' in line and 'symlink' in line for line in d[2]):
 if g[3] == fd_listing(fresh):
     test_fail("'dirlink/': GNU rm no longer empties the directory: re-think the pin")
 
-for opt in ('-i', '-I', '--interactive'):
-    g, d = both(f'{opt} refused', [opt, '-r', 'T'])
-    if d[0] != 1 or d[3] != fd_listing(fresh) or 'prompting is not supported' not in '\n'.join(d[2]):
-        test_fail(f'{opt}: want a refusal, exit 1, nothing removed: {d}')
+
+# ---- rm's interface: -d, prompts, names, option values -------------------------
+same("a file with a trailing slash", ['T/f/'])
+same("a file with a trailing slash, -rf", ['-rf', 'T/f/'])
+same("a fifo with a trailing slash, -f", ['-f', 'T/a/fifo/'])
+same("a path through a file, -f", ['-f', 'T/f/x'])
+same('-d, an empty directory and a file', ['-dv', 'T/a/b/c', 'T/f'], setup=lambda r: (r / 'T/a/b/c/i').unlink())
+same('-d, a directory with entries', ['-d', 'T/a'])
+YES, NO = 'y\n' * 40, 'n\n' * 40
+same('-ri, yes to all', ['-ri', 'T'], answers=YES, sets=True)
+same('-ri, no to all', ['-ri', 'T'], answers=NO, sets=True)
+same('-I, four operands, no', ['-I', 'T/f', 'T/a/g', 'T/d/j', 'U/l'], answers=NO)
+same('-I, recursive, yes', ['-I', '-r', 'T', 'U'], answers=YES)
+same('--interactive=never', ['--interactive=never', '-r', 'T'])
+same('--interactive, no WHEN', ['--interactive', 'T/f', 'U/l'], answers='n\ny\n')
+same('--interactive=bogus', ['--interactive=bogus', 'T'])
+same('--preserve-root=foo', ['--preserve-root=foo', '-r', 'T'])
+
+
+def write_protected(root: Path) -> None:
+    os.chmod(root / 'T' / 'f', 0o444)
+    os.chmod(root / 'T' / 'a' / 'b', 0o555)
+
+
+if os.geteuid() == 0:
+    for ans in ('yes', 'no'):
+        same(f'write-protected entries, a terminal, {ans}', ['---presume-input-tty', '-r', 'T'],
+             as_nobody=True, setup=write_protected, answers=YES if ans == 'yes' else NO,
+             sets=True)
+
+
+def newline_name(root: Path, owner=None) -> None:
+    tree(root, owner)
+    (root / 'T' / 'new\nline').write_text('n\n')
+
+
+same('-v of a name with a newline', ['-rv', 'T'], build=newline_name, sets=True)
+for prog in (GNU_RM, RSYNC_RM):
+    with open('/dev/full', 'w') as full:
+        p = subprocess.run([prog, '--help'], stdout=full, stderr=subprocess.PIPE)
+    if p.returncode != 1:
+        test_fail(f'{prog} --help > /dev/full: exit {p.returncode}, want 1')
+print('--help > /dev/full: exit 1, as rm')
 
 # ---- Mounts (root) -------------------------------------------------------------
 if os.geteuid() == 0:

@@ -1,16 +1,23 @@
 /*
  * rsync-rm - remove files and directory trees with rsync-de's deletion
- * engine, taking what GNU rm takes from scripts: backup tools that expire
- * a hard-linked snapshot with "rm -rf" (rsnapshot's cmd_rm) get the
- * engine by naming this command instead.
+ * engine, taking what GNU rm takes: backup tools that expire a
+ * hard-linked snapshot with "rm -rf" (rsnapshot's cmd_rm) get the engine
+ * by naming this command instead.
  *
- *   rsync-rm [-f] [-r|-R] [-v] [--one-file-system] [--polite] [--] FILE...
+ *   rsync-rm [OPTION]... [FILE]...
  *
- * Messages, verbose lines and the exit status are GNU rm's (0 when every
- * FILE is gone, 1 otherwise), under this program's name.  Where it
- * differs, it is safer: it never follows a symlink, not even one named
- * with a trailing slash, and never crosses a mount point, a bind mount of
- * the same file system included (rsync-rm.1).
+ * The options, prompts, messages, quoting, -v lines and exit status are
+ * GNU rm's (coreutils 9.1, remove.c and rm.c), under the name the
+ * program was invoked by, and coreutils' own tests/rm pass with it in
+ * place of src/rm (make check-coreutils-rm).  Where it differs, it is
+ * safer: it never follows a symlink, not even one named with a trailing
+ * slash, and never crosses a mount point, a bind mount of the same file
+ * system included (rsync-rm.1).
+ *
+ * Prompts (-i, or a write-protected entry with standard input on a
+ * terminal) are asked on the calling thread before each removal, through
+ * the engine's dispose and ask_dir hooks; such a run is serial.  Every
+ * other run is the engine's fast one.
  *
  * Built with -DDE_RM_MEASURE it is delete_engine/tools/de-rm, the same
  * program with the engine's measuring switches (threads, order, split,
@@ -23,52 +30,160 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <wchar.h>
+#include <wctype.h>
 
 #ifdef DE_RM_MEASURE
 #include "delete_engine_test.h"
-#define PROG "de-rm"
 #else
 #include "delete_engine.h"
-#define PROG "rsync-rm"
 #endif
 
 #ifndef RSYNC_RM_VERSION
 #define RSYNC_RM_VERSION "unknown"
 #endif
 
-/* What one operand's removal prints through the report hook. */
-struct out {
-	const char *operand;	/* as typed: names the target itself */
-	const char *top;	/* the operand without trailing slashes */
-	size_t toplen;		/* the target's name's length in r->path */
+/* Open a parent only to name entries in it: no read permission needed,
+ * as GNU rm unlinks "p/f" without reading p (tests/rm/no-give-up.sh). */
+#ifdef O_PATH
+#define PARENT_OPEN (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define PARENT_OPEN (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
+
+/* The program's name in its messages: argv[0], as GNU's programs have it,
+ * so that an rsync-rm installed or linked as rm says "rm:". */
+static const char *prog = "rsync-rm";
+
+enum interactive { RMI_NEVER, RMI_SOMETIMES, RMI_ALWAYS };
+
+/* rm's options (coreutils' struct rm_options), read once. */
+struct rm_opts {
+	enum interactive interactive;
+	int ignore_missing;	/* -f */
+	int recursive;		/* -r */
+	int remove_empty_dirs;	/* -d */
 	int verbose, dry;
+	int stdin_tty;		/* or ---presume-input-tty */
+	int one_fs;
+	int preserve_root, preserve_all_root;
+};
+
+/* One operand's removal, as the hooks see it. */
+struct out {
+	const struct rm_opts *x;
+	const char *shown;	/* the operand as rm names it: its trailing
+				 * slashes made one */
+	size_t showntop;	/* its length without that slash */
+	size_t toplen;		/* the target's name's length in the engine's
+				 * report paths */
+	char *buf;		/* a path to show, grown as needed */
+	size_t bufsz;
 	int failed;
 };
 
 /*
- * Print operand-relative PATH (the engine's report path, which starts
- * with the target's name) as rm names it: the target as typed, anything
- * inside it below the operand without its trailing slashes.
+ * Write s to f quoted as GNU's quoteaf() does (shell-escape-always
+ * style): in single quotes, a quote as '\'', anything not printable in
+ * the locale as $'\n' or $'\ooo' outside them.  Names go to terminals and
+ * to scripts that read the lines back, so a newline in a name must not
+ * end the line.
  */
-static void name(const struct out *o, const char *path)
+static void quote(FILE *f, const char *s)
 {
-	if (!path[o->toplen])
-		fputs(o->operand, stdout);
-	else
-		printf("%s%s", o->top, path + o->toplen);
+	static const char esc[] = "\a\b\f\n\r\t\v";
+	static const char letter[] = "abfnrtv";
+	mbstate_t mb;
+	int in_dollar = 0;
+
+	memset(&mb, 0, sizeof mb);
+	putc('\'', f);
+	while (*s) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, MB_CUR_MAX, &mb);
+		int printable = n != (size_t)-1 && n != (size_t)-2 && n > 0 &&
+				iswprint((wint_t)wc);
+
+		if (printable) {
+			if (in_dollar) {
+				fputs("''", f);
+				in_dollar = 0;
+			}
+			if (*s == '\'')
+				fputs("'\\''", f);
+			else
+				fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		}
+		memset(&mb, 0, sizeof mb);
+		if (!in_dollar) {
+			fputs("'$'", f);
+			in_dollar = 1;
+		}
+		if (strchr(esc, *s))
+			fprintf(f, "\\%c", letter[strchr(esc, *s) - esc]);
+		else
+			fprintf(f, "\\%03o", (unsigned char)*s);
+		s++;
+	}
+	putc('\'', f);
 }
 
-static void ename(const struct out *o, const char *path)
+/* The engine's report path (which starts with the target's name) as rm
+ * shows it: the operand's trailing slashes made one for the target
+ * itself, the operand without them below it (fts's fts_path). */
+static const char *shown(struct out *o, const char *path)
 {
+	size_t need;
+
 	if (!path[o->toplen])
-		fputs(o->operand, stderr);
-	else
-		fprintf(stderr, "%s%s", o->top, path + o->toplen);
+		return o->shown;
+	need = o->showntop + strlen(path + o->toplen) + 1;
+	if (need > o->bufsz) {
+		char *b = realloc(o->buf, need);
+
+		if (!b)
+			return path;
+		o->buf = b;
+		o->bufsz = need;
+	}
+	memcpy(o->buf, o->shown, o->showntop);
+	strcpy(o->buf + o->showntop, path + o->toplen);
+	return o->buf;
+}
+
+/* "PROG: FORMAT QUOTED[: strerror]" on stderr, as GNU's error() with one
+ * quoted name. */
+static void say(const char *fmt_head, const char *name, const char *tail,
+		int err)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: %s", prog, fmt_head);
+	quote(stderr, name);
+	if (tail)
+		fputs(tail, stderr);
+	if (err)
+		fprintf(stderr, ": %s", de_strerror(err));
+	putc('\n', stderr);
+}
+
+/* remove.c's nonexistent_file_errno(): what -f says nothing of. */
+static int ignorable(const struct rm_opts *x, int err)
+{
+	return x->ignore_missing && (err == ENOENT || err == ENOTDIR ||
+				     err == EINVAL || err == EILSEQ);
 }
 
 static void report(void *arg, const struct de_report *r)
@@ -77,90 +192,296 @@ static void report(void *arg, const struct de_report *r)
 
 	switch (r->result) {
 	case DE_R_FAILED:
+		if (ignorable(o->x, r->err))
+			break;
 		o->failed = 1;
-		fflush(stdout);
-		fprintf(stderr, PROG ": cannot remove '");
-		ename(o, r->path);
-		fprintf(stderr, "': %s\n", de_strerror(r->err));
+		say("cannot remove ", shown(o, r->path), NULL, r->err);
 		break;
 	case DE_R_MOUNT:
 	case DE_R_OTHER_FS:
 		/* GNU rm's words for --one-file-system; a mount point is
 		 * kept with or without it, a bind mount too. */
 		o->failed = 1;
-		fflush(stdout);
-		fprintf(stderr, PROG ": skipping '");
-		ename(o, r->path);
-		fprintf(stderr, r->result == DE_R_OTHER_FS ? "', since it's on a "
-			"different device\n" : "', since it's a mount point\n");
+		say("skipping ", shown(o, r->path), r->result == DE_R_OTHER_FS ?
+		    ", since it's on a different device" :
+		    ", since it's a mount point", 0);
 		break;
 	case DE_R_REMOVED:
-		if (!o->verbose && !o->dry)
+		if (!o->x->verbose && !o->x->dry)
 			break;
-		fputs(o->dry ? "would remove '" : r->type == DE_T_DIR ?
-		      "removed directory '" : "removed '", stdout);
-		name(o, r->path);
-		fputs("'\n", stdout);
+		fputs(o->x->dry ? "would remove " : r->type == DE_T_DIR ?
+		      "removed directory " : "removed ", stdout);
+		quote(stdout, shown(o, r->path));
+		putc('\n', stdout);
 		break;
 	default:
 		/* Not empty: a failure inside already said why, as rm does.
-		 * Vanished: gone, which is what was asked. */
+		 * Kept: the user said no.  Vanished: gone, as asked. */
 		break;
 	}
 }
 
+/* rm's yesno(): one line of standard input; yes if it reads as yes in
+ * the locale (rpmatch), no at its end. */
+static int yesno(void)
+{
+	char *line = NULL;
+	size_t sz = 0;
+	ssize_t n = getline(&line, &sz, stdin);
+	int yes;
+
+	if (n < 0) {
+		free(line);
+		return 0;
+	}
+	if (n > 0 && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	yes = rpmatch(line) > 0;
+	free(line);
+	return yes;
+}
+
+/* gnulib's file_type(): the words for st's type in a prompt. */
+static const char *file_type(const struct stat *st)
+{
+	if (S_ISREG(st->st_mode))
+		return st->st_size == 0 ? "regular empty file" : "regular file";
+	if (S_ISDIR(st->st_mode))
+		return "directory";
+	if (S_ISLNK(st->st_mode))
+		return "symbolic link";
+	if (S_ISBLK(st->st_mode))
+		return "block special file";
+	if (S_ISCHR(st->st_mode))
+		return "character special file";
+	if (S_ISFIFO(st->st_mode))
+		return "fifo";
+	if (S_ISSOCK(st->st_mode))
+		return "socket";
+	return "weird file";
+}
+
+/*
+ * remove.c's write_protected_non_symlink(): 1 if name in dirfd is
+ * write-protected, 0 if not (or a symlink, or we are root), -1 with errno
+ * when that cannot be told.
+ */
+static int write_protected(int dirfd, const char *name, struct stat *st,
+			   int *have_st)
+{
+	if (geteuid() == 0)
+		return 0;
+	if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW))
+		return -1;
+	*have_st = 1;
+	if (S_ISLNK(st->st_mode))
+		return 0;
+	if (faccessat(dirfd, name, W_OK, AT_EACCESS) == 0)
+		return 0;
+	return errno == EACCES ? 1 : -1;
+}
+
+/*
+ * remove.c's prompt(): ask about name in dirfd (shown as path) before it
+ * is entered (descend, for a directory with entries) or removed.  Returns
+ * 1 to go on, 0 to keep it: the user said no, or it failed and was
+ * reported (*failed set).
+ */
+static int prompt(const struct rm_opts *x, int dirfd, const char *name,
+		  const char *path, int is_dir, int descend, int *failed)
+{
+	struct stat st;
+	int have_st = 0, wp = 0, wp_errno = 0;
+
+	if (x->interactive == RMI_NEVER)
+		return 1;
+	if (!x->ignore_missing &&
+	    (x->interactive == RMI_ALWAYS || x->stdin_tty)) {
+		wp = write_protected(dirfd, name, &st, &have_st);
+		wp_errno = errno;
+	}
+	if (!wp && x->interactive != RMI_ALWAYS)
+		return 1;
+	if (wp >= 0 && !have_st) {
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			have_st = 1;
+		} else {
+			wp = -1;
+			wp_errno = errno;
+		}
+	}
+	if (wp >= 0 && S_ISLNK(st.st_mode) && x->interactive != RMI_ALWAYS)
+		return 1;
+	if (wp >= 0 && is_dir && !x->recursive && !x->remove_empty_dirs) {
+		wp = -1;
+		wp_errno = EISDIR;
+	}
+	if (wp < 0) {
+		say("cannot remove ", path, NULL, wp_errno);
+		*failed = 1;
+		return 0;
+	}
+	fprintf(stderr, "%s: ", prog);
+	if (is_dir && descend)
+		fputs(wp ? "descend into write-protected directory " :
+		      "descend into directory ", stderr);
+	else
+		fprintf(stderr, wp ? "remove write-protected %s " :
+			"remove %s ", file_type(&st));
+	quote(stderr, path);
+	fputs("? ", stderr);
+	return yesno();
+}
+
+/* The engine's hooks for a run that may prompt. */
+static enum de_action ask_file(void *arg, int dirfd, const char *name,
+			       const char *relpath, enum de_type type)
+{
+	struct out *o = arg;
+
+	(void)type;
+	return prompt(o->x, dirfd, name, shown(o, relpath), 0, 0, &o->failed) ?
+	       DE_A_DELETE : DE_A_KEEP;
+}
+
+static enum de_action ask_dir(void *arg, int dirfd, const char *name,
+			      const char *relpath, int rmdir)
+{
+	struct out *o = arg;
+
+	return prompt(o->x, dirfd, name, shown(o, relpath), 1, !rmdir,
+		      &o->failed) ? DE_A_DELETE : DE_A_KEEP;
+}
+
+/* Whether a prompt may be asked at all: rm asks with -i, and of
+ * write-protected entries when standard input is a terminal and -f was
+ * not given (root writes everything, so it is never asked then). */
+static int may_prompt(const struct rm_opts *x)
+{
+	return x->interactive == RMI_ALWAYS ||
+	       (x->interactive != RMI_NEVER && x->stdin_tty &&
+		!x->ignore_missing && geteuid() != 0);
+}
+
+/* remove.c's is_empty_dir(): 1 if name in dirfd is a directory we can
+ * read and it has no entries, else 0. */
+static int is_empty_dir(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			O_CLOEXEC | O_NONBLOCK);
+	struct dirent *d;
+	DIR *dp;
+	int empty = 1;
+
+	if (fd < 0)
+		return 0;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return 0;
+	}
+	errno = 0;
+	while ((d = readdir(dp)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	if (!d && errno)
+		empty = 0;
+	closedir(dp);
+	return empty;
+}
+
 static void try_help(void)
 {
-	fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
 	exit(1);
+}
+
+/*
+ * At exit: standard output that could not be written fails the run, as
+ * GNU's close_stdout() has it (--help > /dev/full exits 1).  A closed
+ * stdout (>&-) with nothing to write is no error.
+ */
+static void close_stdout(void)
+{
+	size_t pending = __fpending(stdout);
+	int prev = ferror(stdout), fail = fclose(stdout) != 0;
+	int err = fail ? errno : 0;
+
+	if (prev || (fail && (pending || err != EBADF))) {
+		if (err)
+			fprintf(stderr, "%s: write error: %s\n", prog,
+				de_strerror(err));
+		else
+			fprintf(stderr, "%s: write error\n", prog);
+		_exit(1);
+	}
 }
 
 static void help(void)
 {
-	printf("Usage: " PROG " [OPTION]... [FILE]...\n"
-	       "Remove (unlink) the FILE(s) with rsync-de's deletion engine.\n"
-	       "\n"
-	       "  -f, --force           ignore nonexistent files and arguments\n"
-	       "  -r, -R, --recursive   remove directories and their contents recursively\n"
-	       "  -v, --verbose         explain what is being done\n"
-	       "      --one-file-system  when removing a hierarchy recursively, skip any\n"
-	       "                          directory that is on a file system different from\n"
-	       "                          that of the corresponding command line argument\n"
-	       "      --preserve-root   do not remove '/' (the default, and the only choice)\n"
-	       "      --polite          yield the disk to other processes' I/O, as rsync's\n"
-	       "                          --delete-polite (or set RSYNC_RM_POLITE=1)\n"
+	printf("Usage: %s [OPTION]... [FILE]...\n", prog);
+	fputs("Remove (unlink) the FILE(s) with rsync-de's deletion engine.\n"
+	      "\n"
+	      "  -f, --force           ignore nonexistent files and arguments, never prompt\n"
+	      "  -i                    prompt before every removal\n"
+	      "  -I                    prompt once before removing more than three files, or\n"
+	      "                          when removing recursively; less intrusive than -i,\n"
+	      "                          while still giving protection against most mistakes\n"
+	      "      --interactive[=WHEN]  prompt according to WHEN: never, once (-I), or\n"
+	      "                          always (-i); without WHEN, prompt always\n"
+	      "      --one-file-system  when removing a hierarchy recursively, skip any\n"
+	      "                          directory that is on a file system different from\n"
+	      "                          that of the corresponding command line argument\n"
+	      "      --no-preserve-root  do not treat '/' specially\n"
+	      "      --preserve-root[=all]  do not remove '/' (default);\n"
+	      "                              with 'all', reject any command line argument\n"
+	      "                              on a separate device from its parent\n"
+	      "  -r, -R, --recursive   remove directories and their contents recursively\n"
+	      "  -d, --dir             remove empty directories\n"
+	      "  -v, --verbose         explain what is being done\n"
+	      "      --polite          yield the disk to other processes' I/O, as rsync's\n"
+	      "                          --delete-polite (or set RSYNC_RM_POLITE=1)\n"
 #ifdef DE_RM_MEASURE
-	       "  -j N                  worker threads\n"
-	       "  -n                    dry run: print what would be removed\n"
-	       "  -o                    reports in rsync's canonical order\n"
-	       "  -w                    make own unwritable directories writable first\n"
-	       "  -S, -A, -a, -i, -I    the engine's measuring switches (tools/README)\n"
-	       "  -G, -D                the global schedule (one inode order per window),\n"
-	       "                          or directory by directory (default: auto)\n"
-	       "  -W N                  global windows of at most N directory blocks\n"
-	       "  --rate=N, --burst=N   removals a second, in bursts of N\n"
+	      "  -j N                  worker threads\n"
+	      "  -n                    dry run: print what would be removed\n"
+	      "  -o                    reports in rsync's canonical order\n"
+	      "  -w                    make own unwritable directories writable first\n"
+	      "  -S, -A, -a, -N, -O    the engine's measuring switches (tools/README)\n"
+	      "  -G, -D                the global schedule (one inode order per window),\n"
+	      "                          or directory by directory (default: auto)\n"
+	      "  -W N                  global windows of at most N directory blocks\n"
+	      "  --rate=N, --burst=N   removals a second, in bursts of N\n"
 #endif
-	       "      --help            display this help and exit\n"
-	       "      --version         output version information and exit\n"
-	       "\n"
-	       "Unlike GNU rm, " PROG " never prompts (-i, -I and --interactive are\n"
-	       "refused), never follows a symlink, not even one named with a trailing\n"
-	       "slash, and never crosses a mount point.  See " PROG "(1).\n");
+	      "      --help            display this help and exit\n"
+	      "      --version         output version information and exit\n"
+	      "\n"
+	      "By default, rm does not remove directories.  Use the --recursive (-r or -R)\n"
+	      "option to remove each listed directory, too, along with all of its contents.\n"
+	      "\n"
+	      "Unlike GNU rm, it never follows a symlink, not even one named with a\n"
+	      "trailing slash, and never crosses a mount point, a bind mount included.\n", stdout);
+	fputs("See rsync-rm(1).\n", stdout);
 	exit(0);
 }
 
 enum { OPT_ONE_FS = 256, OPT_PRESERVE_ROOT, OPT_NO_PRESERVE_ROOT, OPT_POLITE,
-       OPT_INTERACTIVE, OPT_HELP, OPT_VERSION, OPT_RATE, OPT_BURST };
+       OPT_INTERACTIVE, OPT_PRESUME_TTY, OPT_HELP, OPT_VERSION, OPT_RATE,
+       OPT_BURST };
 
 static const struct option longopts[] = {
+	{ "dir", no_argument, NULL, 'd' },
 	{ "force", no_argument, NULL, 'f' },
+	{ "interactive", optional_argument, NULL, OPT_INTERACTIVE },
+	{ "one-file-system", no_argument, NULL, OPT_ONE_FS },
+	{ "no-preserve-root", no_argument, NULL, OPT_NO_PRESERVE_ROOT },
+	{ "preserve-root", optional_argument, NULL, OPT_PRESERVE_ROOT },
+	/* Not in --help: coreutils' tests use it to stand for a terminal. */
+	{ "-presume-input-tty", no_argument, NULL, OPT_PRESUME_TTY },
 	{ "recursive", no_argument, NULL, 'r' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "one-file-system", no_argument, NULL, OPT_ONE_FS },
-	{ "preserve-root", optional_argument, NULL, OPT_PRESERVE_ROOT },
-	{ "no-preserve-root", no_argument, NULL, OPT_NO_PRESERVE_ROOT },
 	{ "polite", no_argument, NULL, OPT_POLITE },
-	{ "interactive", optional_argument, NULL, OPT_INTERACTIVE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 #ifdef DE_RM_MEASURE
@@ -171,10 +492,56 @@ static const struct option longopts[] = {
 };
 
 #ifdef DE_RM_MEASURE
-#define SHORTOPTS "frRvj:noxwSAaiIGDW:"
+#define SHORTOPTS "dfirvIRj:noxwSAaNOGDW:"
 #else
-#define SHORTOPTS "frRviI"
+#define SHORTOPTS "dfirvIR"
 #endif
+
+/* gnulib's quote(): a word in the locale's quotation marks, which argmatch's
+ * messages use: curly in a UTF-8 locale, else straight. */
+static void locale_quote(FILE *f, const char *s)
+{
+	int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+
+	fprintf(f, utf8 ? "\xe2\x80\x98%s\xe2\x80\x99" : "'%s'", s);
+}
+
+/* rm's --interactive=WHEN, by argmatch (unambiguous prefixes too). */
+static enum interactive interactive_arg(const char *arg)
+{
+	static const struct { const char *word; enum interactive v; } w[] = {
+		{ "never", RMI_NEVER }, { "no", RMI_NEVER }, { "none", RMI_NEVER },
+		{ "once", RMI_SOMETIMES },
+		{ "always", RMI_ALWAYS }, { "yes", RMI_ALWAYS },
+	};
+	size_t i, len = strlen(arg);
+	int found = -1, ambiguous = 0;
+
+	for (i = 0; i < sizeof w / sizeof w[0]; i++) {
+		if (strncmp(w[i].word, arg, len))
+			continue;
+		if (strlen(w[i].word) == len)
+			return w[i].v;
+		if (found >= 0 && w[found].v != w[i].v)
+			ambiguous = 1;
+		found = (int)i;
+	}
+	if (found >= 0 && !ambiguous)
+		return w[found].v;
+	fprintf(stderr, "%s: %s argument ", prog, ambiguous ? "ambiguous" :
+		"invalid");
+	locale_quote(stderr, arg);
+	fputs(" for ", stderr);
+	locale_quote(stderr, "--interactive");
+	fputs("\nValid arguments are:", stderr);
+	for (i = 0; i < sizeof w / sizeof w[0]; i++) {
+		fputs(i && w[i].v == w[i - 1].v ? ", " : "\n  - ", stderr);
+		locale_quote(stderr, w[i].word);
+	}
+	putc('\n', stderr);
+	try_help();
+	return RMI_NEVER;
+}
 
 /* Is the last component of path "." or ".."? */
 static int dot_or_dotdot(const char *path)
@@ -193,179 +560,349 @@ static int dot_or_dotdot(const char *path)
 }
 
 /*
+ * A directory operand's checks before anything is removed, rm_fts()'s
+ * for FTS_D at the root level.  Returns 0 to go on, 1 having said why not.
+ */
+static int dir_refused(const struct rm_opts *x, const char *operand,
+		       const char *shown_name, const struct stat *st,
+		       int parentfd, const char *base)
+{
+	struct stat root, up;
+
+	if (!x->recursive &&
+	    !(x->remove_empty_dirs && is_empty_dir(parentfd, base))) {
+		say("cannot remove ", shown_name, NULL,
+		    x->remove_empty_dirs ? ENOTEMPTY : EISDIR);
+		return 1;
+	}
+	if (dot_or_dotdot(operand)) {
+		fflush(stdout);
+		fprintf(stderr, "%s: refusing to remove '.' or '..' directory: "
+			"skipping ", prog);
+		quote(stderr, shown_name);
+		putc('\n', stderr);
+		return 1;
+	}
+	if (x->recursive && x->preserve_root && stat("/", &root) == 0 &&
+	    st->st_dev == root.st_dev && st->st_ino == root.st_ino) {
+		fflush(stdout);
+		fprintf(stderr, "%s: it is dangerous to operate recursively on ",
+			prog);
+		quote(stderr, shown_name);
+		if (strcmp(shown_name, "/"))
+			fputs(" (same as '/')", stderr);
+		fprintf(stderr, "\n%s: use --no-preserve-root to override this "
+			"failsafe\n", prog);
+		return 1;
+	}
+	if (x->preserve_all_root) {
+		/* GNU's check, by "operand/..": a mount point or another
+		 * device's directory named directly is refused. */
+		size_t len = strlen(operand);
+		char *parent = malloc(len + 4);
+		int failed = !parent;
+
+		if (parent) {
+			memcpy(parent, operand, len);
+			strcpy(parent + len, len && operand[len - 1] == '/' ?
+			       ".." : "/..");
+			failed = lstat(parent, &up) != 0;
+		}
+		if (failed) {
+			fflush(stdout);
+			fprintf(stderr, "%s: failed to stat ", prog);
+			quote(stderr, parent ? parent : "..");
+			fputs(": skipping ", stderr);
+			quote(stderr, operand);
+			putc('\n', stderr);
+		} else if (up.st_dev != st->st_dev) {
+			say("skipping ", shown_name,
+			    ", since it's on a different device", 0);
+			fprintf(stderr, "%s: and --preserve-root=all is in "
+				"effect\n", prog);
+			failed = 1;
+		}
+		free(parent);
+		if (failed)
+			return 1;
+	}
+	return 0;
+}
+
+/* -d without -r: an empty directory operand, by one rmdir. */
+static int remove_empty_dir(const struct rm_opts *x, int parentfd,
+			    const char *base, const char *shown_name)
+{
+	int failed = 0;
+
+	if (may_prompt(x) &&
+	    !prompt(x, parentfd, base, shown_name, 1, 0, &failed))
+		return failed;
+	if (x->dry || unlinkat(parentfd, base, AT_REMOVEDIR) == 0) {
+		if (x->verbose || x->dry) {
+			fputs(x->dry ? "would remove " : "removed directory ",
+			      stdout);
+			quote(stdout, shown_name);
+			putc('\n', stdout);
+		}
+		return 0;
+	}
+	if (ignorable(x, errno))
+		return 0;
+	say("cannot remove ", shown_name, NULL, errno);
+	return 1;
+}
+
+/*
  * Remove one operand.  Returns 0 when it is gone (or, with -f, was never
  * there), 1 otherwise, having said why.
  */
-static int remove_one(de_ctx *ctx, const char *operand, int recursive,
-		      int force, struct out *o)
+static int remove_one(de_ctx *ctx, const char *operand,
+		      const struct rm_opts *x)
 {
+	struct out o = { .x = x };
 	struct de_hooks h;
 	struct de_target t;
-	struct stat st, root;
-	char *top, *dir, *base;
-	size_t len;
-	int dfd, rc, ret = 1;
+	struct stat st;
+	char *top, *show, *dir, *base;
+	size_t len, oplen = strlen(operand);
+	int dfd = -1, rc, ret = 1, slash;
 
-	if (dot_or_dotdot(operand)) {
-		fprintf(stderr, PROG ": refusing to remove '.' or '..' directory: "
-			"skipping '%s'\n", operand);
-		return 1;
-	}
-	if (!(top = strdup(operand)))
+	if (!(top = strdup(operand)) || !(show = malloc(oplen + 1)))
 		goto nomem;
-	len = strlen(top);
+	len = oplen;
 	while (len > 1 && top[len - 1] == '/')
 		top[--len] = '\0';
+	/* "//" is "/", as fts has it. */
+	slash = len < oplen && !(len == 1 && top[0] == '/');
+	/* fts's name for it: the trailing slashes made one. */
+	memcpy(show, top, len);
+	strcpy(show + len, slash ? "/" : "");
+	o.shown = show;
+	o.showntop = len;
 	if (lstat(top, &st) < 0) {
-		if (errno == ENOENT && force) {
-			free(top);
-			return 0;
+		if (!ignorable(x, errno))
+			say("cannot remove ", show, NULL, errno);
+		else
+			ret = 0;
+		goto out;
+	}
+	/* With a trailing slash the operand names a directory: a file, or
+	 * a symlink to one, is "Not a directory" (and kept), and "link/"
+	 * names the directory a symlink points to, which GNU rm empties.
+	 * Nothing here follows a symlink. */
+	if (slash && !S_ISDIR(st.st_mode)) {
+		struct stat follow;
+
+		int err = stat(operand, &follow) < 0 ? errno :
+			  !S_ISDIR(follow.st_mode) ? ENOTDIR : 0;
+
+		if (!err) {
+			say("cannot remove ", show, " (a symlink to a directory:"
+			    " name it without the trailing slash to remove the"
+			    " link)", 0);
+		} else if (!ignorable(x, err)) {
+			say("cannot remove ", show, NULL, err);
+		} else {
+			ret = 0;
 		}
-		fprintf(stderr, PROG ": cannot remove '%s': %s\n", operand,
-			de_strerror(errno));
-		free(top);
-		return 1;
-	}
-	if (recursive && stat("/", &root) == 0 &&
-	    st.st_dev == root.st_dev && st.st_ino == root.st_ino) {
-		fprintf(stderr, PROG ": it is dangerous to operate recursively on '%s'\n"
-			PROG ": use --no-preserve-root to override this failsafe\n",
-			operand);
-		free(top);
-		return 1;
-	}
-	/* "link/" names the directory a symlink points to, and GNU rm
-	 * empties that directory.  Nothing here follows a symlink. */
-	if (S_ISLNK(st.st_mode) && strlen(operand) > len) {
-		fprintf(stderr, PROG ": cannot remove '%s': Not a directory "
-			"(a symlink: name it without the trailing slash to "
-			"remove the link)\n", operand);
-		free(top);
-		return 1;
-	}
-	if (S_ISDIR(st.st_mode) && !recursive) {
-		fprintf(stderr, PROG ": cannot remove '%s': Is a directory\n",
-			operand);
-		free(top);
-		return 1;
+		goto out;
 	}
 	base = strrchr(top, '/');
-	if (base) {
-		dir = strndup(top, (size_t)(base - top + 1));
+	if (base && base != top) {
+		dir = strndup(top, (size_t)(base - top));
+		base++;
+	} else if (base) {
+		dir = strdup("/");
 		base++;
 	} else {
-		dir = strdup("");
+		dir = strdup(".");
 		base = top;
 	}
 	if (!dir)
 		goto nomem;
-	dfd = open(*dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		fprintf(stderr, PROG ": cannot remove '%s': %s\n", operand,
-			de_strerror(errno));
-		free(dir);
-		free(top);
-		return 1;
+	if (!*base) {
+		/* "/" itself, or a name of slashes. */
+		base = ".";
 	}
-	o->operand = operand;
-	o->top = top;
-	o->toplen = strlen(base);
-	o->failed = 0;
+	dfd = open(dir, PARENT_OPEN);
+	free(dir);
+	if (dfd < 0) {
+		say("cannot remove ", show, NULL, errno);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode) &&
+	    dir_refused(x, operand, show, &st, dfd, base))
+		goto out;
+	if (S_ISDIR(st.st_mode) && !x->recursive) {
+		ret = remove_empty_dir(x, dfd, base, show);
+		goto out;
+	}
+	o.toplen = strlen(base);
 	memset(&h, 0, sizeof h);
-	h.arg = o;
+	h.arg = &o;
 	h.report = report;
+	if (may_prompt(x)) {
+		h.dispose = ask_file;
+		h.ask_dir = ask_dir;
+	}
 	/* Quiet: only failures are reported. */
-	if (!o->verbose && !o->dry)
+	if (!x->verbose && !x->dry)
 		h.skip_results = (1u << DE_R_REMOVED) | (1u << DE_R_VANISHED) |
-				 (1u << DE_R_NOT_EMPTY);
+				 (1u << DE_R_NOT_EMPTY) | (1u << DE_R_KEPT);
 	t.name = base;
 	t.type = de_type_of_mode(st.st_mode);
 	t.ino = st.st_ino;
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
 	if (rc && rc != -EIO && rc != -EDQUOT) {
-		fflush(stdout);
-		fprintf(stderr, PROG ": cannot remove '%s': %s\n", operand,
-			de_strerror(rc));
-	} else if (!o->failed) {
+		say("cannot remove ", show, NULL, -rc);
+	} else if (!o.failed) {
 		ret = 0;
 	}
-	close(dfd);
-	free(dir);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(o.buf);
+	free(show);
 	free(top);
 	return ret;
 nomem:
-	fprintf(stderr, PROG ": %s\n", de_strerror(ENOMEM));
+	fprintf(stderr, "%s: %s\n", prog, de_strerror(ENOMEM));
 	exit(1);
+}
+
+/* rm.c's diagnose_leading_hyphen(): an unknown option that is a file. */
+static void diagnose_leading_hyphen(int argc, char **argv)
+{
+	struct stat st;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (arg[0] == '-' && arg[1] && lstat(arg, &st) == 0) {
+			fprintf(stderr, "Try '%s ./%s' to remove the file ",
+				prog, arg);
+			quote(stderr, arg);
+			fputs(".\n", stderr);
+			break;
+		}
+	}
 }
 
 int main(int argc, char **argv)
 {
 	struct de_config cfg = { .max_delete = -1 };
-	struct out o = { 0 };
+	/* rm's defaults: ask only of write-protected entries, keep '/'. */
+	struct rm_opts x = { .interactive = RMI_SOMETIMES, .preserve_root = 1 };
 	const char *env = getenv("RSYNC_RM_POLITE");
-	int recursive = 0, force = 0, polite = env && *env && strcmp(env, "0");
+	int polite = env && *env && strcmp(env, "0"), prompt_once = 0;
 #ifdef DE_RM_MEASURE
 	size_t win_blocks = 0;
 #endif
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
+	uintmax_t n_files;
 
-	opterr = 0;	/* its messages name argv[0]; rm's name the program */
+	if (argv[0] && *argv[0])
+		prog = argv[0];
+	setlocale(LC_ALL, "");
+	atexit(close_stdout);
+	x.stdin_tty = isatty(STDIN_FILENO);
+	/* getopt's messages name argv[0], as rm's do. */
 	while ((c = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
 		switch (c) {
-		case 'f': force = 1; break;
-		case 'r': case 'R': recursive = 1; break;
-		case 'v': o.verbose = 1; break;
-		case OPT_ONE_FS: cfg.flags |= DE_F_ONE_FILE_SYSTEM; break;
-		case OPT_PRESERVE_ROOT: break;
+		case 'd': x.remove_empty_dirs = 1; break;
+		case 'f':
+			x.interactive = RMI_NEVER;
+			x.ignore_missing = 1;
+			prompt_once = 0;
+			break;
+		case 'i':
+			x.interactive = RMI_ALWAYS;
+			x.ignore_missing = 0;
+			prompt_once = 0;
+			break;
+		case 'I':
+			x.interactive = RMI_SOMETIMES;
+			x.ignore_missing = 0;
+			prompt_once = 1;
+			break;
+		case 'r': case 'R': x.recursive = 1; break;
+		case 'v': x.verbose = 1; break;
+		case OPT_INTERACTIVE: {
+			enum interactive w = optarg ? interactive_arg(optarg) :
+				RMI_ALWAYS;
+
+			prompt_once = w == RMI_SOMETIMES;
+			x.interactive = w;
+			if (w != RMI_NEVER)
+				x.ignore_missing = 0;
+			break;
+		}
+		case OPT_ONE_FS: x.one_fs = 1; break;
+		case OPT_PRESERVE_ROOT:
+			if (optarg && strcmp(optarg, "all")) {
+				fprintf(stderr, "%s: unrecognized --preserve-root "
+					"argument: ", prog);
+				quote(stderr, optarg);
+				putc('\n', stderr);
+				exit(1);
+			}
+			x.preserve_root = 1;
+			x.preserve_all_root = optarg != NULL;
+			break;
+		case OPT_NO_PRESERVE_ROOT:
+			if (strcmp(argv[optind - 1], "--no-preserve-root")) {
+				fprintf(stderr, "%s: you may not abbreviate the "
+					"--no-preserve-root option\n", prog);
+				exit(1);
+			}
+			x.preserve_root = 0;
+			break;
+		case OPT_PRESUME_TTY: x.stdin_tty = 1; break;
 		case OPT_POLITE: polite = 1; break;
 		case OPT_HELP: help(); break;
 		case OPT_VERSION:
-			printf(PROG " (rsync-de) %s\n", RSYNC_RM_VERSION);
+			printf("rsync-rm (rsync-de) %s\n", RSYNC_RM_VERSION);
 			return 0;
-		case OPT_NO_PRESERVE_ROOT:
-			fprintf(stderr, PROG ": --no-preserve-root is not supported\n");
-			try_help();
-			break;
 #ifdef DE_RM_MEASURE
 		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
-		case 'n': cfg.flags |= DE_F_DRY_RUN; o.dry = 1; break;
+		case 'n': cfg.flags |= DE_F_DRY_RUN; x.dry = 1; break;
 		case 'o': cfg.flags |= DE_F_ORDERED; break;
-		case 'x': cfg.flags |= DE_F_ONE_FILE_SYSTEM; break;
+		case 'x': x.one_fs = 1; break;
 		case 'w': cfg.flags |= DE_F_MAKE_WRITABLE; break;
 		case 'S': cfg.flags |= DE_F_NO_SPLIT; break;
 		case 'A': cfg.flags |= DE_F_NO_ADAPT; break;
 		case 'a': cfg.flags |= DE_F_ADAPT; break;
-		case 'i': cfg.flags |= DE_F_NO_INODE_SORT; break;
-		case 'I': cfg.flags |= DE_F_INODE_SORT; break;
+		case 'N': cfg.flags |= DE_F_NO_INODE_SORT; break;
+		case 'O': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'G': cfg.schedule = DE_SCHED_GLOBAL; break;
 		case 'D': cfg.schedule = DE_SCHED_DIRS; break;
 		case 'W': win_blocks = (size_t)atol(optarg); break;
 		case OPT_RATE: cfg.rate = (unsigned)atoi(optarg); break;
 		case OPT_BURST: cfg.rate_burst = (unsigned)atoi(optarg); break;
-#else
-		case 'i': case 'I': case OPT_INTERACTIVE:
-			fprintf(stderr, PROG ": prompting is not supported "
-				"(-i, -I, --interactive): " PROG " removes what "
-				"it is given, as rm -f does\n");
-			try_help();
-			break;
 #endif
 		default:
-			if (optopt && c == '?')
-				fprintf(stderr, PROG ": invalid option -- '%c'\n", optopt);
-			else if (c == ':' || optopt)
-				fprintf(stderr, PROG ": option requires an argument -- '%c'\n", optopt);
-			else
-				fprintf(stderr, PROG ": unrecognized option '%s'\n", argv[optind - 1]);
+			diagnose_leading_hyphen(argc, argv);
 			try_help();
 		}
 	}
 	if (optind >= argc) {
-		if (force)
+		if (x.ignore_missing)
 			return 0;
-		fprintf(stderr, PROG ": missing operand\n");
+		fprintf(stderr, "%s: missing operand\n", prog);
 		try_help();
+	}
+	if (x.one_fs)
+		cfg.flags |= DE_F_ONE_FILE_SYSTEM | DE_F_TARGET_FS;
+	n_files = (uintmax_t)(argc - optind);
+	if (prompt_once && (x.recursive || n_files > 3)) {
+		fprintf(stderr, x.recursive ? "%s: remove %ju argument%s "
+			"recursively? " : "%s: remove %ju argument%s? ", prog,
+			n_files, n_files == 1 ? "" : "s");
+		if (!yesno())
+			return 0;
 	}
 	if (polite) {
 		de_config_polite(&cfg, cfg.rate);
@@ -373,15 +910,14 @@ int main(int argc, char **argv)
 	}
 	rc = de_ctx_new(&ctx, &cfg);
 	if (rc) {
-		fprintf(stderr, PROG ": %s\n", de_strerror(rc));
+		fprintf(stderr, "%s: %s\n", prog, de_strerror(rc));
 		return 1;
 	}
 #ifdef DE_RM_MEASURE
 	de_test_global_window(ctx, 0, win_blocks);
 #endif
 	for (i = optind; i < argc; i++)
-		status |= remove_one(ctx, argv[i], recursive, force, &o);
+		status |= remove_one(ctx, argv[i], &x);
 	de_ctx_free(ctx);
-	fflush(stdout);
-	return ferror(stdout) ? 1 : status;
+	return status;
 }
