@@ -171,6 +171,11 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	struct gent *v = NULL;
 	size_t nv = 0, i, k;
 
+	/* Nothing of a directory that left the tree since it was read is
+	 * removed (sched.c de__check_place).  The window is in depth-first
+	 * order, so a parent is told before its children. */
+	for (k = 0; k < g->nwin; k++)
+		(void)de__check_place(ctx, g->win[k]);
 	if (g->ents)
 		v = malloc(g->ents * sizeof(*v));
 	for (k = 0; v && k < g->nwin; k++) {

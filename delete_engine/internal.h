@@ -143,6 +143,8 @@ struct de__node {
 	int early;		/* children made and scheduled by the thread
 				 * that scanned n (sched.c run_phase2), so
 				 * phase 2 must not make them again */
+	int placed;		/* sched.c de__check_place (atomic): 0 not
+				 * checked, 1 in its parent, 2 moved out */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
 	/* The listing, in canonical order when ordered. */
@@ -388,6 +390,7 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err);
+int de__check_place(de_ctx *ctx, struct de__node *n);
 void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);
 void de__node_keep(de_ctx *ctx, struct de__node *n);

@@ -122,14 +122,129 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err)
 {
-	int pfd = de__node_pin(ctx, n->parent, nfd), rc, res;
+	int pfd, rc, res;
 
+	/* It left the tree (de__check_place): its name there, if any, is
+	 * now another's. */
+	if (__atomic_load_n(&n->placed, __ATOMIC_ACQUIRE) == 2) {
+		*ppinned = 0;
+		return DE_R_VANISHED;
+	}
+	pfd = de__node_pin(ctx, n->parent, nfd);
 	*ppinned = pfd >= 0;
 	rc = pfd < 0 ? pfd : de__remove_at(ctx, pfd, n->name, AT_REMOVEDIR, 1);
 	res = de__rm_result(rc, err);
 	if (res == DE_R_FAILED)
 		*op = DE_OP_RMDIR;
 	return res;
+}
+
+/*
+ * Where n is: 1 in its parent still, 2 moved out (by itself or with an
+ * ancestor), or a negative errno when that cannot be told.  In its
+ * parent means: the parent's entry n->name is the directory n was read
+ * through (lstat's dev/ino against fstat's), or, when the parent's fd is
+ * not held but n's is, n's ".." is the parent, which costs no reopen of
+ * the parent (a serial walk down a chain deeper than the fd budget has
+ * let the parent's fd go).  The root is where the caller put it.  Told
+ * once, then remembered (n->placed).  A node's own check comes before
+ * its phase 2 makes its children, but children made early (run_phase2's
+ * read-ahead, global.c's window) may ask first: then they tell their
+ * ancestors too, up to the nearest one told, which is at most as many
+ * as were read ahead.
+ */
+static int place_of(de_ctx *ctx, struct de__node *n)
+{
+	struct de__node *p = n->parent;
+	struct de__st st;
+	int rc, pfd = -1, nfd = -1, zero = 0;
+
+	if (!p)
+		return 1;
+	rc = __atomic_load_n(&n->placed, __ATOMIC_ACQUIRE);
+	if (rc)
+		return rc;
+	rc = place_of(ctx, p);
+	if (rc == 1) {
+		de__lock(ctx);
+		if (p->fd >= 0) {
+			p->pins++;
+			pfd = p->fd;
+		} else if (n->fd >= 0) {
+			n->pins++;
+			nfd = n->fd;
+		}
+		de__unlock(ctx);
+		if (pfd < 0 && nfd < 0)
+			pfd = de__node_pin(ctx, p, -1);
+		if (nfd >= 0) {
+			rc = de__lstatat(ctx, nfd, "..", &st);
+			de__node_unpin(ctx, n);
+			if (rc == 0)
+				rc = st.dev == p->dev && st.ino == p->ino ? 1 : 2;
+		} else if (pfd >= 0) {
+			rc = de__lstatat(ctx, pfd, n->name, &st);
+			de__node_unpin(ctx, p);
+			if (rc == 0)
+				rc = st.dev == n->dev && st.ino == n->ino ? 1 : 2;
+		} else {
+			rc = pfd;
+		}
+		/* Its name gone, or the parent's (node.c: ESTALE, the
+		 * parent's name holds another directory). */
+		if (rc == -ENOENT || rc == -ESTALE)
+			rc = 2;
+	}
+	if (rc < 0)
+		return rc;
+	if (!__atomic_compare_exchange_n(&n->placed, &zero, rc, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		rc = zero;
+	return rc;
+}
+
+/*
+ * Check, once, before any entry of n (opened and listed) is removed and
+ * before its subdirectories are made, that n is still where it was
+ * listed (place_of).  Its owner may have moved it out of the tree (a
+ * rename) since it was opened: through the fd it holds, the engine would
+ * then empty it outside the tree it was given, where stock rsync, which
+ * goes by path, deletes nothing of it.  A move after this check is not
+ * seen.  Returns 0 when n is in place.  Else 1, with every entry of n
+ * not decided yet (and not a subdirectory made already, which asks for
+ * itself) decided: VANISHED when n moved, and n itself is then reported
+ * VANISHED without an rmdir (de__rmdir_node); FAILED (op STAT) when
+ * where it is cannot be told, and n is kept.  The caller removes
+ * nothing of n then, and makes none of its children.
+ */
+int de__check_place(de_ctx *ctx, struct de__node *n)
+{
+	int rc = place_of(ctx, n);
+	size_t i;
+
+	if (rc == 1)
+		return 0;
+	for (i = 0; i < n->nents; i++) {
+		struct de__ent *e = &n->ents[i];
+
+		if (e->child || e->done)
+			continue;
+		e->done = 1;
+		if (e->action == DE_A_KEEP) {
+			e->res = DE_R_KEPT;
+		} else if (e->action == DE_A_DONE) {
+			e->res = DE_R_DONE;
+		} else if (rc == 2) {
+			e->res = DE_R_VANISHED;
+		} else {
+			e->res = DE_R_FAILED;
+			e->op = DE_OP_STAT;
+			e->err = -rc;
+		}
+	}
+	if (rc != 2)
+		de__node_keep(ctx, n);
+	return 1;
 }
 
 /*
@@ -317,6 +432,9 @@ static void schedule_children(de_ctx *ctx, struct de__node *n)
  */
 void de__prepare_serial(de_ctx *ctx, struct de__node *n)
 {
+	/* Nothing of n is removed where it left the tree. */
+	if (de__check_place(ctx, n))
+		return;
 	de__make_children(ctx, n);
 	schedule_children(ctx, n);
 }
@@ -503,7 +621,11 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		fd = pinned ? n->fd : de__node_pin(ctx, n, -1);
 		if (!pinned && fd >= 0)
 			pinned = 1;
-		if (!early)
+		/* Nothing of n is removed where it left the tree; children
+		 * made early ask for themselves. */
+		if (fd >= 0 && de__check_place(ctx, n))
+			stop = 1;
+		else if (!early)
 			de__make_children(ctx, n);
 	}
 	p2_begin(ctx, n);
