@@ -44,7 +44,7 @@ enum de_type {
 #define DE_F_ONE_FILE_SYSTEM	0x0002u	/* never leave the st_dev of dirfd */
 #define DE_F_MAKE_WRITABLE	0x0004u	/* chmod u+w own dirs that lack it
 					 * (rsync's rule; an unreadable one
-					 * stays an error) */
+					 * is not opened up) */
 #define DE_F_ORDERED		0x0008u	/* reports in canonical order */
 #define DE_F_PLAIN_ORDER	0x0040u	/* rsync protocol < 29 sort order */
 #define DE_F_TARGET_FS		0x0800u	/* with DE_F_ONE_FILE_SYSTEM: the
@@ -154,8 +154,10 @@ struct de_report {
 	enum de_type type;
 	mode_t mode;		/* 0 when the engine did not stat it */
 	enum de_result result;
-	enum de_op op;		/* DE_R_FAILED: what failed */
-	int err;		/* DE_R_FAILED: positive errno */
+	enum de_op op;		/* DE_R_FAILED: what failed; DE_R_REMOVED:
+				 * DE_OP_OPEN for a directory that could
+				 * not be opened, empty, removed by rmdir */
+	int err;		/* with op: positive errno */
 	int dry_run;		/* 1: nothing was actually removed */
 };
 

@@ -390,6 +390,8 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err);
+int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
+		     int *op, int *err);
 int de__check_place(de_ctx *ctx, struct de__node *n);
 void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);

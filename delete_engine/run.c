@@ -425,9 +425,14 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		res = DE_R_SKIPPED;
 		ctx->run.limit_hit = 1;
 	} else if (c->skip_scan) {
-		res = c->res;
-		op = c->op;
-		err = c->err;
+		int ppinned;
+
+		/* An unopened one may be empty (sched.c). */
+		res = de__rmdir_unread(ctx, c, &ppinned, &op, &err);
+		if (ppinned)
+			de__node_unpin(ctx, p);
+		if (res == DE_R_REMOVED)
+			limit_take(ctx);
 	} else if (c->kept) {
 		res = DE_R_NOT_EMPTY;
 	} else if (ctx->run.flags & DE_F_DRY_RUN) {

@@ -140,6 +140,39 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 }
 
 /*
+ * The result of n, not entered (n->skip_scan), from its res, op and err.
+ * One that could not be opened for want of permission (EACCES, EPERM:
+ * mode 0, 0100, a-r) may still be empty, and rmdir asks nothing of it,
+ * only of its parent: so that is tried, as GNU rm does, but not in a dry
+ * run, which cannot know whether it is empty, nor after a cancel.
+ * Removed, the result is DE_R_REMOVED with the open's op and err kept in
+ * *op and *err, so that a front end may still say that the open failed
+ * (rsync warns as stock does, whose opendir fails before its rmdir
+ * works).  When the rmdir fails too (ENOTEMPTY: something is in it),
+ * the open's failure stands.  The parent is left pinned for the caller
+ * when *ppinned says so, as by de__rmdir_node().
+ */
+int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
+		     int *op, int *err)
+{
+	int rop = 0, rerr = 0, res;
+
+	*ppinned = 0;
+	*op = n->op;
+	*err = n->err;
+	if (n->res != DE_R_FAILED || n->op != DE_OP_OPEN ||
+	    (n->err != EACCES && n->err != EPERM) ||
+	    (ctx->run.flags & DE_F_DRY_RUN) || de__cancelled(ctx))
+		return n->res;
+	res = de__rmdir_node(ctx, n, -1, ppinned, &rop, &rerr);
+	if (res == DE_R_VANISHED) {
+		*op = 0;
+		*err = 0;
+	}
+	return res == DE_R_FAILED ? n->res : res;
+}
+
+/*
  * Where n is: 1 in its parent still, 2 moved out (by itself or with an
  * ancestor), or a negative errno when that cannot be told.  In its
  * parent means: the parent's entry n->name is the directory n was read
@@ -686,9 +719,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 			return;
 		}
 		if (n->skip_scan) {
-			res = n->res;
-			op = n->op;
-			err = n->err;
+			res = de__rmdir_unread(ctx, n, &ppinned, &op, &err);
 		} else if (de__cancelled(ctx)) {
 			res = DE_R_SKIPPED;
 		} else if (n->kept) {
