@@ -230,8 +230,9 @@ struct de_hooks {
 	 * and its name there, relpath its path for messages.  Return
 	 * DE_A_DELETE to go on, or DE_A_KEEP to leave the directory and
 	 * all it holds (reported DE_R_KEPT, and its directories kept).  A
-	 * directory the engine cannot open or read is not asked about: it
-	 * is reported failed, as without the hook.  Setting this hook makes
+	 * directory the engine may not open (EACCES, EPERM) is asked both,
+	 * as rm -i asks of one it cannot read: its rmdir removes it if it
+	 * is empty.  Setting this hook makes
 	 * removals serial, as dispose does; with both, dispose asks about
 	 * the non-directories.
 	 */

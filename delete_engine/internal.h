@@ -390,6 +390,7 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err);
+int de__unopened_for_perm(const struct de__node *n);
 int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
 		     int *op, int *err);
 int de__check_place(de_ctx *ctx, struct de__node *n);

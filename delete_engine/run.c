@@ -582,7 +582,10 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 
 		if (c) {
 			need_scanned(ctx, c);
-			if (ctx->run.hooks->ask_dir && !c->skip_scan && c->nents)
+			/* rm -i asks before it descends into a directory with
+			 * entries, or one it cannot tell is empty. */
+			if (ctx->run.hooks->ask_dir &&
+			    (c->skip_scan ? de__unopened_for_perm(c) : c->nents > 0))
 				(void)ask_dir(ctx, n, nfd, c, 0);
 			if (!c->skip_scan) {
 				int cfd = walk_down(ctx, n, nfd, c);
@@ -592,7 +595,8 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			}
 			if (de__cancelled(ctx))
 				break;
-			if (ctx->run.hooks->ask_dir && !c->skip_scan &&
+			if (ctx->run.hooks->ask_dir &&
+			    (!c->skip_scan || de__unopened_for_perm(c)) &&
 			    !c->kept && ctx->run.limit_left != 0)
 				(void)ask_dir(ctx, n, nfd, c, 1);
 			if (ctx->run.serial)

@@ -139,6 +139,15 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 	return res;
 }
 
+/* Was n not entered because opening it was refused (EACCES, EPERM)?  It
+ * may be empty: de__rmdir_unread() tries its rmdir, and rm -i asks about
+ * it as about one it could not read (run.c). */
+int de__unopened_for_perm(const struct de__node *n)
+{
+	return n->skip_scan && n->res == DE_R_FAILED && n->op == DE_OP_OPEN &&
+	       (n->err == EACCES || n->err == EPERM);
+}
+
 /*
  * The result of n, not entered (n->skip_scan), from its res, op and err.
  * One that could not be opened for want of permission (EACCES, EPERM:
@@ -160,9 +169,8 @@ int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
 	*ppinned = 0;
 	*op = n->op;
 	*err = n->err;
-	if (n->res != DE_R_FAILED || n->op != DE_OP_OPEN ||
-	    (n->err != EACCES && n->err != EPERM) ||
-	    (ctx->run.flags & DE_F_DRY_RUN) || de__cancelled(ctx))
+	if (!de__unopened_for_perm(n) || (ctx->run.flags & DE_F_DRY_RUN) ||
+	    de__cancelled(ctx))
 		return n->res;
 	res = de__rmdir_node(ctx, n, -1, ppinned, &rop, &rerr);
 	if (res == DE_R_VANISHED) {

@@ -230,7 +230,16 @@ def write_protected(root: Path) -> None:
     os.chmod(root / 'T' / 'a' / 'b', 0o555)
 
 
+def unread_empty(root: Path) -> None:
+    (root / 'T' / 'a' / 'b' / 'c' / 'i').unlink()
+    os.chmod(root / 'T' / 'a' / 'b' / 'c', 0)
+
+
 if os.geteuid() == 0:
+    same('-ri, an empty unreadable directory, as nobody', ['-ri', 'T'], as_nobody=True,
+         setup=unread_empty, answers=YES, sets=True)
+    same('-rf, an empty unreadable directory, as nobody', ['-rf', 'T'], as_nobody=True,
+         setup=unread_empty)
     for ans in ('yes', 'no'):
         same(f'write-protected entries, a terminal, {ans}', ['---presume-input-tty', '-r', 'T'],
              as_nobody=True, setup=write_protected, answers=YES if ans == 'yes' else NO,
