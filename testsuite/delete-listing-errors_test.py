@@ -23,7 +23,10 @@ skipping file deletion": zlater/extra stays.
     none of sub/'s entries deleted;
   * faultfs, reading a directory inside an extraneous subtree failing:
     "readdir(old/inner): ..." (rsync-de said "opendir ... failed"), and
-    "cannot delete non-empty directory" for it and its parent.
+    "cannot delete non-empty directory" for it and its parent;
+  * faultfs, getattr of a directory inside an extraneous subtree
+    failing: "readlink_stat(old/inner) failed: ..." (rsync-de said
+    "opendir ... failed" and "rmdir ... failed").
 """
 
 import atexit
@@ -190,3 +193,5 @@ faulty('FUSE, readdir EIO for sub/', ['--readdir-eio=sub'], [],
        'readdir("/')
 faulty('FUSE, readdir EIO inside an extraneous tree', ['--readdir-eio=inner'],
        ['old/inner/f1', 'old/inner/f2', 'old/g'], 'old/inner"): Input/output error (5)')
+faulty('FUSE, getattr EIO inside an extraneous tree', ['--getattr-eio=inner'],
+       ['old/inner/f1', 'old/inner/f2', 'old/g'], 'old/inner") failed: Input/output error (5)')
