@@ -121,6 +121,8 @@ struct de__node {
 	struct de__node *parent;
 	struct de__node *lnext, *lprev;	/* live list (tree lock) */
 	struct de__node *dnext, *dprev;	/* deferred stack (tree lock) */
+	struct de__node *inext, *iprev;	/* idle fds, node.c (tree lock) */
+	int idle;		/* on run.idle[idle - 1], or 0 (tree lock) */
 	struct de__work work;
 	de_ctx *ctx;
 	dev_t dev;		/* expected device, then the real one */
@@ -196,6 +198,10 @@ struct de__run {
 	int global;			/* global.c's schedule */
 	int cancel;			/* atomic: de__cancelled() */
 	int nfds;
+	/* node.c's fd cache: held fds no one pins, most recently unpinned
+	 * first; [1] those that children still open themselves from.
+	 * Empty between calls: a node leaves them when it is freed. */
+	struct de__node *idle[2], *idle_tail[2];
 	unsigned win_max, win_live;
 	uint64_t pending_dirs;
 	struct de__node *live;

@@ -6,16 +6,31 @@
  * unlink chunk still running; whoever drops the last one removes the
  * directory (sched.c de__node_release).
  *
- * A node's fd is held only while someone pins it.  When more than
- * ctx->fd_budget fds are held, an unpinned fd is closed, unless children
- * still have to open themselves from it.  A closed fd is reopened either
- * as ".." of a pinned child (one openat, checked against the node's
- * dev/ino) or by walking down from the nearest held ancestor with the
- * same check at every step, like fts.  The root (the caller's dirfd) is
- * never closed.
+ * A node's fd is held only while someone pins it, or while it is cached:
+ * an fd that no one pins is idle, on one of the idle lists (most
+ * recently unpinned first; list 1 holds those whose children still have
+ * to open themselves from them, the unopened ones).  The fd of a dead
+ * node (no references left) is closed when it is unpinned.  When more
+ * than ctx->fd_budget fds are held, an unpin closes the least recently
+ * used idle fd of list 0, and of list 1 only past twice the budget (or
+ * under EMFILE, de__shed_fd).  Least recently used, not the one just
+ * unpinned: a walk along a chain deeper than the budget then finds the
+ * directories it is in and the ones it comes back to still held.
+ * Closing the one just unpinned, and reopening from the nearest held
+ * ancestor, made every caller quadratic in the depth of a chain under a
+ * small RLIMIT_NOFILE (test/deep_lowfd.c).
  *
- * The tree lock (ctx->mu) protects the live list and each node's fd,
- * pins, unopened and refs.
+ * A closed fd is reopened, with one openat checked against the node's
+ * dev/ino, as ".." of the child fd the caller holds, else as ".." of a
+ * child whose fd is idle; failing both, by walking down from the nearest
+ * held ancestor with the same check at every step, like fts.  The root
+ * (the caller's dirfd) is never closed, nor put on an idle list.
+ *
+ * The tree lock (ctx->mu) protects the live list, the idle lists and
+ * each node's fd, pins, idle, unopened and refs.  A node pinned by
+ * raising pins directly (run.c serial_dir, sched.c split_files) may stay
+ * on an idle list until it is unpinned: whoever takes one from a list
+ * checks that it still holds an fd and has no pin.
  */
 
 #include "internal.h"
@@ -76,6 +91,66 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 	return n;
 }
 
+/* Take n off the idle list it is on, if any.  Tree lock held. */
+static void idle_del(de_ctx *ctx, struct de__node *n)
+{
+	int l = n->idle - 1;
+
+	if (l < 0)
+		return;
+	if (n->iprev)
+		n->iprev->inext = n->inext;
+	else
+		ctx->run.idle[l] = n->inext;
+	if (n->inext)
+		n->inext->iprev = n->iprev;
+	else
+		ctx->run.idle_tail[l] = n->iprev;
+	n->inext = n->iprev = NULL;
+	n->idle = 0;
+}
+
+/* Put n first (most recently used) on idle list l.  Tree lock held. */
+static void idle_push(de_ctx *ctx, struct de__node *n, int l)
+{
+	n->iprev = NULL;
+	n->inext = ctx->run.idle[l];
+	if (n->inext)
+		n->inext->iprev = n;
+	else
+		ctx->run.idle_tail[l] = n;
+	ctx->run.idle[l] = n;
+	n->idle = l + 1;
+}
+
+/*
+ * The idle fd to close: the least recently used of list 0, or with any
+ * set of list 1 when list 0 has none.  A node on list 0 that has
+ * children to open by now (made while it was idle) moves to list 1; one
+ * pinned meanwhile leaves its list.  Returns the node, off its list, or
+ * NULL.  Tree lock held.  Each node is looked at once per stay on a
+ * list, so this is constant time amortized.
+ */
+static struct de__node *idle_victim(de_ctx *ctx, int any)
+{
+	struct de__node *n;
+
+	while ((n = ctx->run.idle_tail[0])) {
+		idle_del(ctx, n);
+		if (n->fd < 0 || n->pins)
+			continue;
+		if (n->unopened == 0)
+			return n;
+		idle_push(ctx, n, 1);
+	}
+	while (any && (n = ctx->run.idle_tail[1])) {
+		idle_del(ctx, n);
+		if (n->fd >= 0 && n->pins == 0)
+			return n;
+	}
+	return NULL;
+}
+
 /* Unlink n from the live list and free it.  No worker may still use n. */
 void de__node_free(de_ctx *ctx, struct de__node *n)
 {
@@ -86,6 +161,7 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	if (n->inwin)
 		ctx->run.win_live--;
 	ctx->run.prog.dirs_pending--;
+	idle_del(ctx, n);
 	if (n->fd >= 0 && n->parent) {
 		fd = n->fd;
 		ctx->run.nfds--;
@@ -111,6 +187,55 @@ static int verify_fd(int fd, const struct de__node *n)
 }
 
 /*
+ * Reopen n, whose fd was closed, as ".." of cfd, an open fd of a child
+ * of n.  Returns the fd, checked against n's dev/ino, or a negative
+ * errno (-ESTALE: the child is no longer in n).
+ */
+static int reopen_up(de_ctx *ctx, struct de__node *n, int cfd)
+{
+	int fd = de__reopen_dir(ctx, cfd, ".."), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = verify_fd(fd, n);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
+ * Reopen n as ".." of a child whose fd is idle (pinned for the while).
+ * A walk coming back up a chain finds the directory below still held
+ * where the one it is in was closed.  The idle lists hold about twice the
+ * fd budget at most, so the search costs less than the reopen it saves.
+ * Returns the fd or a negative errno (-ENOENT: no such child).
+ */
+static int reopen_from_child(de_ctx *ctx, struct de__node *n)
+{
+	struct de__node *c = NULL;
+	int l, cfd = -1, fd;
+
+	de__lock(ctx);
+	for (l = 0; l < 2 && !c; l++)
+		for (c = ctx->run.idle[l]; c; c = c->inext)
+			if (c->parent == n && c->fd >= 0)
+				break;
+	if (c) {
+		idle_del(ctx, c);
+		c->pins++;
+		cfd = c->fd;
+	}
+	de__unlock(ctx);
+	if (!c)
+		return -ENOENT;
+	fd = reopen_up(ctx, n, cfd);
+	de__node_unpin(ctx, c);
+	return fd;
+}
+
+/*
  * Pin n's fd, reopening it if it was closed.  childfd, when >= 0, is an
  * open fd of a child of n, whose ".." is tried first.  Returns the fd
  * (valid until de__node_unpin) or a negative errno.
@@ -121,22 +246,20 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 
 	de__lock(ctx);
 	if (n->fd >= 0) {
+		idle_del(ctx, n);
 		n->pins++;
 		fd = n->fd;
 		de__unlock(ctx);
 		return fd;
 	}
 	de__unlock(ctx);
-	if (childfd >= 0) {
-		/* Under EMFILE, shedding an idle fd (or waiting for
-		 * one) beats the walk down below, which needs one fd more:
-		 * an ancestor's, pinned, beside this child's. */
-		fd = de__reopen_dir(ctx, childfd, "..");
-		if (fd >= 0 && verify_fd(fd, n)) {
-			close(fd);
-			fd = -1;
-		}
-	}
+	/* Under EMFILE, shedding an idle fd (or waiting for one) beats the
+	 * walk down below, which needs one fd more: an ancestor's, pinned,
+	 * beside this child's. */
+	if (childfd >= 0)
+		fd = reopen_up(ctx, n, childfd);
+	if (fd < 0 && n->parent)
+		fd = reopen_from_child(ctx, n);
 	if (fd < 0) {
 		int pfd;
 
@@ -158,6 +281,7 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 	}
 	de__lock(ctx);
 	if (n->fd >= 0) {
+		idle_del(ctx, n);
 		extra = fd;
 		fd = n->fd;
 	} else {
@@ -172,8 +296,8 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 }
 
 /*
- * Close one held fd that no one has pinned (never the root's), to make
- * room under EMFILE.  Returns 1 if it closed one.
+ * Close one held fd that no one has pinned (never the root's), the least
+ * recently used, to make room under EMFILE.  Returns 1 if it closed one.
  */
 int de__shed_fd(de_ctx *ctx)
 {
@@ -181,13 +305,12 @@ int de__shed_fd(de_ctx *ctx)
 	int fd = -1;
 
 	de__lock(ctx);
-	for (n = ctx->run.live; n; n = n->lnext)
-		if (n->fd >= 0 && n->pins == 0 && n->parent) {
-			fd = n->fd;
-			n->fd = -1;
-			ctx->run.nfds--;
-			break;
-		}
+	n = idle_victim(ctx, 1);
+	if (n) {
+		fd = n->fd;
+		n->fd = -1;
+		ctx->run.nfds--;
+	}
 	de__unlock(ctx);
 	if (fd < 0)
 		return 0;
@@ -196,25 +319,35 @@ int de__shed_fd(de_ctx *ctx)
 }
 
 /*
- * Drop a pin with the tree lock held.  Returns an fd the caller must
- * close after unlocking (n is dead or fds are over budget), or -1.
+ * Drop a pin with the tree lock held.  An fd no longer pinned is cached
+ * (idle), unless n is dead; over budget, the least recently used idle fd
+ * goes.  Returns an fd the caller must close after unlocking (n's when n
+ * is dead, else maybe another node's), or -1.
  */
 int de__unpin_locked(de_ctx *ctx, struct de__node *n)
 {
-	int fd = -1;
+	struct de__node *v = n;
+	int fd;
 
-	if (--n->pins == 0 && n->fd >= 0 && n->parent &&
-	    (n->refs == 0 ||
-	     (ctx->run.nfds > ctx->fd_budget &&
-	      (n->unopened == 0 || ctx->run.nfds > 2 * ctx->fd_budget)))) {
-		fd = n->fd;
-		n->fd = -1;
-		ctx->run.nfds--;
+	if (--n->pins > 0 || n->fd < 0 || !n->parent)
+		return -1;
+	idle_del(ctx, n);
+	if (n->refs > 0) {
+		idle_push(ctx, n, n->unopened > 0);
+		if (ctx->run.nfds <= ctx->fd_budget)
+			return -1;
+		v = idle_victim(ctx, ctx->run.nfds > 2 * ctx->fd_budget);
+		if (!v)
+			return -1;
 	}
+	fd = v->fd;
+	v->fd = -1;
+	ctx->run.nfds--;
 	return fd;
 }
 
-/* Drop a pin; close the fd when n is dead or fds are over budget. */
+/* Drop a pin; close n's fd when n is dead, or the least recently used
+ * idle fd when fds are over budget. */
 void de__node_unpin(de_ctx *ctx, struct de__node *n)
 {
 	int fd;
