@@ -449,10 +449,13 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		}
 		pthread_mutex_unlock(&ctx->mu);
 		res = de__rmdir_node(ctx, c, cfd, &ppinned, &op, &err);
-		if (ppinned)
-			de__node_unpin(ctx, p);
+		/* c first, so that p, which the walk uses next, is the
+		 * most recently used fd: over budget, the fd cache
+		 * closes the least recently used idle one (node.c). */
 		if (cfd >= 0)
 			de__node_unpin(ctx, c);
+		if (ppinned)
+			de__node_unpin(ctx, p);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
 	}
@@ -501,8 +504,9 @@ static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
  * hook), and not when the fd budget is a few fds (the caller holds
  * nearly all of its limit, test/fd_pressure.c): a pin cannot be shed
  * under EMFILE (node.c de__shed_fd), and the readers need every fd
- * there.  Each entry then pins its directory itself, slow as that is
- * for a chain deeper than the budget.
+ * there.  Each entry then pins its directory itself, which the fd cache
+ * keeps held (the most recently used; node.c), or reopens as ".." of
+ * the child the walk just left (test/deep_lowfd.c).
  */
 #define WALK_PIN_BUDGET 4
 
