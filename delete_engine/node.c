@@ -21,10 +21,11 @@
  * small RLIMIT_NOFILE (test/deep_lowfd.c).
  *
  * A closed fd is reopened, with one openat checked against the node's
- * dev/ino, as ".." of the child fd the caller holds, else as ".." of a
- * child whose fd is idle; failing both, by walking down from the nearest
- * held ancestor with the same check at every step, like fts.  The root
- * (the caller's dirfd) is never closed, nor put on an idle list.
+ * dev/ino, as ".." of the child fd the caller holds, else (on the calling
+ * thread) as ".." of a child whose fd is idle; failing both, by walking
+ * down from the nearest held ancestor with the same check at every step,
+ * like fts.  The root (the caller's dirfd) is never closed, nor put on an
+ * idle list.
  *
  * The tree lock (ctx->mu) protects the live list, the idle lists and
  * each node's fd, pins, idle, unopened and refs.  A node pinned by
@@ -210,6 +211,8 @@ static int reopen_up(de_ctx *ctx, struct de__node *n, int cfd)
  * A walk coming back up a chain finds the directory below still held
  * where the one it is in was closed.  The idle lists hold about twice the
  * fd budget at most, so the search costs less than the reopen it saves.
+ * On the calling thread only: it alone frees nodes (run.c), and a pin
+ * does not keep a child from being freed, as a reference keeps a parent.
  * Returns the fd or a negative errno (-ENOENT: no such child).
  */
 static int reopen_from_child(de_ctx *ctx, struct de__node *n)
@@ -217,6 +220,8 @@ static int reopen_from_child(de_ctx *ctx, struct de__node *n)
 	struct de__node *c = NULL;
 	int l, cfd = -1, fd;
 
+	if (!pthread_equal(pthread_self(), ctx->run.caller))
+		return -ENOENT;
 	de__lock(ctx);
 	for (l = 0; l < 2 && !c; l++)
 		for (c = ctx->run.idle[l]; c; c = c->inext)
