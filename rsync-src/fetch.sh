@@ -3,6 +3,13 @@
 #
 # Usage: rsync-src/fetch.sh [TARBALL]
 #        rsync-src/fetch.sh --manifest DIR   (print DIR's manifest)
+#        rsync-src/fetch.sh --debian POOL-PATH SHA256
+#
+# --debian fetches another file of Debian's archive (POOL-PATH relative to
+# a mirror's root, e.g. pool/main/c/coreutils/coreutils_9.1.orig.tar.xz)
+# the same way, from the cache or the apt sources' mirrors, verified
+# against SHA256, and prints its cached path; the test harnesses that run
+# other projects' suites (testsuite/tools/coreutils-rm.sh) use it.
 #
 # Prints the path of a verified tarball on stdout and exits 0, or explains
 # on stderr what to do and exits 1.  Sources, in order:
@@ -103,23 +110,55 @@ apt_mirrors() {
 	done | grep -v -e '^$' -e 'security' | sed 's|/*$||' | awk '!seen[$0]++'
 }
 
-fetch_apt() {
+# apt_download POOL-PATH SHA256 DEST: download POOL-PATH from the first
+# mirror of this machine's apt sources that has it, checked against
+# SHA256, to DEST.
+apt_download() {
 	helper=/usr/lib/apt/apt-helper
 	[ -x "$helper" ] || return 1
-	mkdir -p "$cache"
 	for uri in $(apt_mirrors); do
 		case $uri in http://*|https://*|file:/*) ;; *) continue ;; esac
-		src="$uri/pool/main/r/rsync/$RSYNC_DEB_TARBALL"
-		say "trying $src"
-		part="$cache/$RSYNC_DEB_TARBALL.part"
-		rm -f "$part"
+		say "trying $uri/$1"
+		rm -f "$3"
 		# apt drops privileges to _apt when it can; the cache may not be
 		# writable by it, which only costs a warning.
-		if "$helper" download-file "$src" "$part" "SHA256:$RSYNC_DEB_SHA256" >/dev/null 2>&1; then
-			accept "$part" && { rm -f "$part"; return 0; }
+		if "$helper" download-file "$uri/$1" "$3" "SHA256:$2" >/dev/null 2>&1; then
+			return 0
 		fi
-		rm -f "$part"
+		rm -f "$3"
 	done
+	return 1
+}
+
+fetch_apt() {
+	mkdir -p "$cache"
+	part="$cache/$RSYNC_DEB_TARBALL.part"
+	if apt_download "pool/main/r/rsync/$RSYNC_DEB_TARBALL" "$RSYNC_DEB_SHA256" "$part"; then
+		accept "$part" && { rm -f "$part"; return 0; }
+	fi
+	rm -f "$part"
+	return 1
+}
+
+# fetch_debian POOL-PATH SHA256: the cached copy of a Debian archive file,
+# downloaded first if the cache lacks it; prints its path.
+fetch_debian() {
+	name=${1##*/}
+	f=$cache/$name
+	if [ -f "$f" ] && [ "$(sha256 "$f")" = "$2" ]; then
+		printf '%s\n' "$f"
+		return 0
+	fi
+	mkdir -p "$cache"
+	if apt_download "$1" "$2" "$f.part.$$" && [ "$(sha256 "$f.part.$$")" = "$2" ]; then
+		mv -f "$f.part.$$" "$f"
+		printf '%s\n' "$f"
+		return 0
+	fi
+	rm -f "$f.part.$$"
+	say "could not get $1 (sha256 $2) from the apt sources' mirrors:"
+	say "  $(apt_mirrors | tr '\n' ' ')"
+	say "download it from any Debian mirror into $cache/"
 	return 1
 }
 
@@ -140,6 +179,11 @@ fetch_upstream() {
 
 if [ "${1:-}" = --manifest ]; then
 	manifest_of "$2"
+	exit 0
+fi
+if [ "${1:-}" = --debian ]; then
+	[ $# = 3 ] || { say "usage: $0 --debian POOL-PATH SHA256"; exit 2; }
+	fetch_debian "$2" "$3" || exit 1
 	exit 0
 fi
 
