@@ -20,6 +20,13 @@
 #                      sbuild and pbuilder build; the kernel refuses one
 #                      to a chrooted process, root or not), or a container
 #                      that forbids them.
+#   env-no-other-fs-tmp.txt
+#                      no writable directory on a file system other than
+#                      the scratch directory's where the test looks for
+#                      one (each line names the test, then the places it
+#                      looks): a plain chroot, whose /dev is bound without
+#                      its submounts (no /dev/shm tmpfs) and whose /run is
+#                      no tmpfs.
 # Such a test may pass as well: elsewhere the same list holds.
 #
 # COMMAND's output goes to stdout as it comes and to LOG; the run again
@@ -38,6 +45,43 @@ may=
 if ! unshare --user true 2>/dev/null; then
 	may=$(names "$(dirname "$skips")/env-no-userns.txt")
 	echo "pinned.sh: no user namespaces here; these may skip too: $(echo $may)"
+fi
+# other_fs_tmp DIR...: is one of DIR... a directory that every user the
+# suite runs as may write, on another file system than the scratch
+# directory's?  That is the suite's $scratchbase (or this directory, under
+# which runtests.py makes it) and $TMPDIR (where run-as-user.sh copies the
+# tree).  Root counts only a directory others may write too, since
+# check-user runs the suite as another user; "$TMPDIR" and
+# "$RSYNC_TEST_TMP" stand for those variables, as the tests read them.
+other_fs_tmp() {
+	for ref in "${scratchbase:-$PWD}" "${TMPDIR:-/tmp}"; do
+		refdev=$(stat -L -c %d "$ref") || return 1
+		found=0
+		for d in "$@"; do
+			case $d in
+			'$TMPDIR') d=${TMPDIR:-/tmp} ;;
+			'$RSYNC_TEST_TMP') d=${RSYNC_TEST_TMP:-} ;;
+			esac
+			[ -n "$d" ] && [ -d "$d" ] && [ -w "$d" ] || continue
+			if [ "$(id -u)" = 0 ] && [ -z "$(find -L "$d" -maxdepth 0 -perm -0002)" ]; then
+				continue
+			fi
+			[ "$(stat -L -c %d "$d")" != "$refdev" ] && { found=1; break; }
+		done
+		[ $found = 1 ] || return 1
+	done
+}
+nofs=
+while read -r t places; do
+	# shellcheck disable=SC2086  # one word per place
+	other_fs_tmp $places && continue
+	nofs="$nofs $t"
+done <<EOF
+$(names "$(dirname "$skips")/env-no-other-fs-tmp.txt")
+EOF
+if [ -n "$nofs" ]; then
+	echo "pinned.sh: no writable tmp dir on another file system for these; they may skip too:$nofs"
+	may="$may$nofs"
 fi
 # tests LOG RESULT: the tests that runtests.py's LOG reports with RESULT.
 tests() { sed -n "s/^$2[[:space:]]*\\([^[:space:]]*\\).*/\\1/p" "$1"; }
