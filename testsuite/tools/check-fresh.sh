@@ -41,10 +41,15 @@
 #
 # --chroot runs only `./configure && make check`, in the same fresh root
 # entered as sbuild and pbuilder enter theirs: a plain chroot, whose root
-# is not a mount point, with /proc, /dev and /sys mounted in.  --chroot-user
-# does the same as a user who is not root (nobody), as in an unprivileged
-# container: root only installs the packages first.  `make check-chroot`
-# runs both; neither is part of CI (each is a whole make check).
+# is not a mount point, with /proc and /sys mounted in and /dev bound
+# without its submounts (mount --bind: no /dev/shm tmpfs, no /dev/pts),
+# and nothing on /run, so that no tmp dir lies on another file system.
+# --chroot-user does the same as a user who is not root (nobody), as in an
+# unprivileged container: root only installs the packages first.  `make
+# check-chroot` runs both; neither is part of CI (each is a whole make
+# check).
+# FRESH_CHECK=TARGET runs `./configure && make TARGET` there instead (say
+# check-upstream), to try one part of make check in that setup quickly.
 
 set -eu
 mode=${1:-}
@@ -181,8 +186,9 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # host's umount, run from the old root with the root's libraries, detaches
 # the old root: the root has no umount before the build installs mount.
 # With --chroot and --chroot-user the root is entered by chroot instead,
-# as sbuild and pbuilder enter theirs: it is then not a mount point, and
-# the namespaces are only for the clean-up.
+# as sbuild and pbuilder enter theirs: it is then not a mount point, its
+# /dev has none of the host's submounts and its /run no tmpfs, and the
+# namespaces are only for the clean-up.
 how=pivot
 case $mode in --chroot | --chroot-user) how=chroot ;; esac
 enter() {
@@ -191,12 +197,18 @@ enter() {
 		set -e
 		root=$1 nsfile=$2 cmd=$3 how=$4
 		readlink /proc/self/ns/pid >> "$nsfile"
-		[ "$how" = chroot ] || mount --bind "$root" "$root"
-		mount --rbind /dev "$root/dev"
+		if [ "$how" = chroot ]; then
+			mount --bind /dev "$root/dev"
+		else
+			mount --bind "$root" "$root"
+			mount --rbind /dev "$root/dev"
+		fi
 		mount --rbind /sys "$root/sys"
 		mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
-		mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-		if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
+		if [ "$how" != chroot ]; then
+			mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
+			if [ -L /run/shm ]; then ln -s "$(readlink /run/shm)" "$root/run/shm"; fi
+		fi
 		if [ "$how" = chroot ]; then
 			set -- chroot "$root"
 		else
@@ -242,6 +254,7 @@ run() {
 
 # --- make check in a chroot, as root or not -------------------------------
 check_cmd=$(printf '%s\n' "$cmds" | grep 'make check$')
+[ -z "${FRESH_CHECK:-}" ] || check_cmd="./configure && make $FRESH_CHECK"
 case $mode in
 --chroot)
 	run chroot "$check_cmd"
