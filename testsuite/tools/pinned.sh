@@ -27,6 +27,8 @@
 #                      looks): a plain chroot, whose /dev is bound without
 #                      its submounts (no /dev/shm tmpfs) and whose /run is
 #                      no tmpfs.
+#   env-no-pty.txt     no pseudo-terminal can be opened: a chroot whose
+#                      /dev is bound without its devpts mount.
 # Such a test may pass as well: elsewhere the same list holds.
 #
 # COMMAND's output goes to stdout as it comes and to LOG; the run again
@@ -45,6 +47,11 @@ may=
 if ! unshare --user true 2>/dev/null; then
 	may=$(names "$(dirname "$skips")/env-no-userns.txt")
 	echo "pinned.sh: no user namespaces here; these may skip too: $(echo $may)"
+fi
+if ! "${PYTHON:-/usr/bin/python3}" -c 'import os; os.openpty()' 2>/dev/null; then
+	nopty=$(names "$(dirname "$skips")/env-no-pty.txt")
+	echo "pinned.sh: no pty can be opened here; these may skip too: $(echo $nopty)"
+	may="$may $nopty"
 fi
 # other_fs_tmp DIR...: is one of DIR... a directory that every user the
 # suite runs as may write, on another file system than the scratch
