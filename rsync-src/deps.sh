@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh: make sure the Debian packages a step needs are installed.
 #
-# Usage: rsync-src/deps.sh build|check|bench|deb|demo|fresh ...
+# Usage: rsync-src/deps.sh build|check|bench|deb|demo|fresh|coreutils ...
 #
 # Each group lists the packages one make step needs.  As root on Debian or
 # Ubuntu the missing ones are installed with apt-get; otherwise the exact
@@ -34,6 +34,10 @@ pkgs_demo="libfuse3-dev pkg-config fuse3 e2fsprogs util-linux mount"
 pkgs_deb="debhelper dpkg-dev lintian man-db"
 # make check-fresh builds a minimal Debian root to run the README in.
 pkgs_fresh="mmdebstrap"
+# make check-coreutils-rm builds coreutils (a compiler, make, xz for the
+# tarball, perl for its man pages and its .pl tests) and runs its rm
+# tests, which make ext2 file systems, loop-mount them and chattr +i.
+pkgs_coreutils="build-essential perl xz-utils e2fsprogs mount"
 
 want=
 for group in "$@"; do
