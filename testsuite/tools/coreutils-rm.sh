@@ -139,12 +139,14 @@ suite() {
 		chmod 755 "$scratch/rm-under-test"
 		: > "$scratch/rm-calls"
 		chmod 666 "$scratch/rm-calls"
-		# A test that closes stdout gets it closed: dash restores a
-		# closed descriptor after a redirection.
+		# A test that closes stdout gets it closed: the shell restores
+		# a closed descriptor after a redirection.  The tests call rm
+		# by name, so its argv[0] is "rm", which an rm's messages name
+		# (bash, for exec -a; it is Essential in Debian).
 		cat > "$cu/src/rm" <<-EOF
-		#!/bin/sh
+		#!/bin/bash
 		{ echo "\$*" >> '$scratch/rm-calls'; } 2>/dev/null
-		exec '$scratch/rm-under-test' "\$@"
+		exec -a rm '$scratch/rm-under-test' "\$@"
 		EOF
 		chmod 755 "$cu/src/rm"
 		# As old as the rm it replaces: make neither rebuilds it nor
