@@ -111,9 +111,12 @@ struct de_config {
 	 * where the requests are the cost (rotating, IOPS-capped; global.c).
 	 * DE_SCHED_AUTO (0, the default): global while the first directories
 	 * read are slow to come off the disk, else directory by directory
-	 * (policy.c de__slow_reads).  Runs that need the canonical order
-	 * (ordered reports, hooks, max_delete, dry run) are always
-	 * directory by directory.
+	 * (policy.c de__slow_reads).  Ordered reports and max_delete keep
+	 * their canonical order and exactness in the global schedule: it
+	 * removes a window's entries in inode order, then reports them in
+	 * canonical order.  Runs that decide entry by entry (a dry run, the
+	 * enter_dir, dispose and ask_dir hooks) are always directory by
+	 * directory.
 	 */
 	unsigned schedule;
 };
@@ -344,7 +347,10 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
  * limit, so that the engine stops where the caller's own count says it
  * must (rsync counts the rmdir it retries on a directory the engine kept).
  * Returns 0; -EINVAL outside a hook on the calling thread.  Without a
- * max_delete it does nothing.
+ * max_delete it does nothing.  In the global schedule a batch of entries
+ * is removed before their reports go out, so the engine keeps room for
+ * one such removal per directory reported in the batch; more may pass
+ * the limit by as many.
  */
 int de_limit_take(de_ctx *ctx, unsigned long long n);
 

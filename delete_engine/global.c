@@ -28,10 +28,21 @@
  *
  * Everything else is shared with the per-directory schedule: the same
  * nodes and fd cache (node.c), scan (scan.c: fd-relative, O_NOFOLLOW,
- * identity and mount checks, -x), unlink, rmdir and reports.  Only
- * unordered runs without hooks take this schedule (run.c): ordered
- * reports, --max-delete, dry runs and the dispose hook need the canonical
- * order, which the per-directory schedule keeps.
+ * identity and mount checks, -x), unlink, rmdir and reports.
+ *
+ * A run that reports in canonical order (ordered, or with max_delete)
+ * takes the schedule too, as the batch walk (run.c): the same windows are
+ * read ahead of the walk (de__global_read), and the walk gathers what it
+ * reaches, in canonical order, into a batch (struct de__batch).  The
+ * reads are depth first in the order the walk goes, so when the walk
+ * needs a directory not read yet, everything read before it has been
+ * walked: the batch is a run of consecutive entries of the canonical
+ * order.  de__batch_unlink() then unlinks its files in one inode order,
+ * and the walk makes the rmdirs and the reports in canonical order.  A
+ * limit stays exact: a batch that could pass it goes entry by entry.
+ * Only runs that decide entry by entry (a dry run, the dispose, ask_dir
+ * and enter_dir hooks) keep the per-directory schedule (policy.c
+ * de__plan).
  */
 #include "internal.h"
 
@@ -252,10 +263,12 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
 			tx ? tx / 2 : 170;
 	descend(ctx, g, root);
-	if (win_add(g, root, NO_PIN) < 0)
-		de__files_run(ctx, root, -1);
-	else
+	if (win_add(g, root, NO_PIN) == 0)
 		g->ents = root->nents;
+	else if (ctx->run.ordered)
+		g->probing = 0;	/* no hand-over without the whole window */
+	else
+		de__files_run(ctx, root, -1);
 }
 
 /*
@@ -263,13 +276,23 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
  * to the pool.  The window's nodes have their children made; those and
  * the stack's nodes are scheduled as phase 2 schedules them, and the
  * window's files are unlinked by phase 2 (n->early: not made again).
+ * In an ordered run, a directory of the window that was not entered is
+ * finished here; in one with a limit, the serial walk takes the tree
+ * (run.c batch_start), and schedules the children the window made
+ * (sched.c de__prepare_serial).
  */
 static void hand_over(de_ctx *ctx, struct de__global *g)
 {
-	struct de__node *mine = NULL;
+	struct de__node *mine = NULL, *last;
 	size_t k;
 
 	unpin_window(ctx, g);
+	if (ctx->run.ordered && ctx->run.limit_left >= 0) {
+		for (k = 0; k < g->nwin; k++)
+			g->win[k]->early = 1;
+		g->nstack = g->nwin = 0;
+		return;
+	}
 
 	/*
 	 * A huge directory read last is this thread's to unlink, as a
@@ -280,8 +303,9 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	 * per directory of a sync): this thread would only wait for the
 	 * worker it woke.  Smaller ones go to the pool like the rest.
 	 */
-	if (g->nwin && (g->win[g->nwin - 1]->nents > PROBE_ENTS_MAX ||
-			(g->nwin == 1 && !g->nstack)))
+	last = g->nwin ? g->win[g->nwin - 1] : NULL;
+	if (last && !last->skip_scan &&
+	    (last->nents > PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		de__schedule(ctx, g->stack[k]);
@@ -296,6 +320,10 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	for (k = g->nwin; k-- > 0;) {
 		struct de__node *n = g->win[k];
 
+		if (n->skip_scan) {
+			de__phase2(ctx, n, 0);
+			continue;
+		}
 		n->early = 1;
 		n->work.fn = de__files_task;
 		de__pool_submit(&ctx->pool, &n->work, 1);
@@ -317,23 +345,35 @@ static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
 		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
 }
 
-/* See internal.h. */
-int de__global_step(de_ctx *ctx, struct de__global *g)
+/*
+ * Read directories from the stack into the window, depth first, until
+ * one of its bounds, the end of the tree or the probe's decision.  For
+ * the batch walk (an ordered run) the reads keep no pins, as the batch
+ * pins what it unlinks from (de__batch_unlink), and a directory not
+ * entered is left to the walk, which removes it in its turn.
+ */
+static void read_window(de_ctx *ctx, struct de__global *g)
 {
-	/* Cancelled: every node left is finished here, as skipped. */
-	if (de__cancelled(ctx))
-		g->probing = 0;
+	int batch = ctx->run.ordered;
+
 	while (g->nstack && g->ents < g->ents_max && g->nwin < g->dirs_max &&
-	       g->blocks < g->blocks_max && g->probing >= 0) {
+	       g->blocks < g->blocks_max && g->probing >= 0 &&
+	       !(batch && de__cancelled(ctx))) {
 		struct de__node *n = g->stack[--g->nstack];
 		uint64_t t0 = g->probing ? de__now_ns() : 0;
 		int pinned, fd = NO_PIN;
 
 		de__node_running(ctx, n);
-		pinned = de__scan(ctx, n, ctx->caller_buf, 1) & 1;
+		pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
 		if (g->probing)
 			probe(g, n, de__now_ns() - t0);
 		ctx->run.tick(ctx);
+		if (batch && n->skip_scan) {
+			/* Listed in the window for hand_over(). */
+			if (win_add(g, n, NO_PIN) < 0)
+				g->probing = 0;
+			continue;
+		}
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
 			 * cancelled: sched.c finishes it at once. */
@@ -347,7 +387,10 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 			de__unlock(ctx);
 		}
 		if (win_add(g, n, fd) < 0) {
-			de__files_run(ctx, n, pinned ? fd : -1);
+			if (batch)
+				g->probing = 0;
+			else
+				de__files_run(ctx, n, pinned ? fd : -1);
 			continue;
 		}
 		g->ents += n->nents;
@@ -357,6 +400,27 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 	 * what was timed decides (nothing timed: fast, as before). */
 	if (g->probing > 0)
 		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
+}
+
+/* See internal.h. */
+void de__global_end(struct de__global *g)
+{
+	free(g->stack);
+	free(g->win);
+	free(g->wfd);
+	g->stack = NULL;
+	g->win = NULL;
+	g->wfd = NULL;
+	g->nstack = g->nwin = 0;
+}
+
+/* See internal.h. */
+int de__global_step(de_ctx *ctx, struct de__global *g)
+{
+	/* Cancelled: every node left is finished here, as skipped. */
+	if (de__cancelled(ctx))
+		g->probing = 0;
+	read_window(ctx, g);
 	if (g->probing < 0) {
 		hand_over(ctx, g);
 	} else if (g->nwin) {
@@ -364,11 +428,210 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 		if (g->nstack)
 			return 1;
 	}
-	free(g->stack);
-	free(g->win);
-	free(g->wfd);
-	g->stack = NULL;
-	g->win = NULL;
-	g->wfd = NULL;
+	de__global_end(g);
 	return 0;
+}
+
+/* See internal.h. */
+int de__global_read(de_ctx *ctx, struct de__global *g)
+{
+	read_window(ctx, g);
+	if (g->probing < 0) {
+		hand_over(ctx, g);
+		de__global_end(g);
+		return -1;
+	}
+	/* The walk takes what was read; the next window starts empty. */
+	g->nwin = 0;
+	g->ents = 0;
+	g->blocks = 0;
+	return 0;
+}
+
+/* ---- The batch walk's batch (run.c) ------------------------------------ */
+
+/* See internal.h. */
+void de__batch_init(de_ctx *ctx, struct de__batch *b,
+		    const struct de__global *g)
+{
+	(void)ctx;
+	memset(b, 0, sizeof(*b));
+	b->ents_max = g->ents_max;
+	b->runs_max = g->dirs_max;
+	b->carry_fd = -1;
+}
+
+/* See internal.h. */
+int de__batch_add(struct de__batch *b, struct de__node *n, size_t i)
+{
+	if (b->nv == b->vcap) {
+		size_t cap = b->vcap ? 2 * b->vcap : 256;
+		struct de__bitem *v = realloc(b->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->v = v;
+		b->vcap = cap;
+	}
+	if (!b->nruns || b->runs[b->nruns - 1].n != n) {
+		if (b->nruns == b->rcap) {
+			size_t cap = b->rcap ? 2 * b->rcap : 64;
+			struct de__brun *r = realloc(b->runs, cap * sizeof(*r));
+
+			if (!r)
+				return -ENOMEM;
+			b->runs = r;
+			b->rcap = cap;
+		}
+		b->runs[b->nruns].n = n;
+		b->runs[b->nruns++].fd = -1;
+	}
+	b->v[b->nv].n = n;
+	b->v[b->nv].i = (uint32_t)i;
+	b->v[b->nv++].run = (uint32_t)(b->nruns - 1);
+	return 0;
+}
+
+/* See internal.h. */
+int de__batch_full(const struct de__batch *b)
+{
+	return b->nv >= b->ents_max || b->nruns >= b->runs_max;
+}
+
+/*
+ * Pin the directories of the batch, in the order the walk reached them,
+ * and check that each is still in its place before anything of it is
+ * removed (sched.c de__check_place).  The walk goes up the tree from one
+ * run to the next, so each is reopened, if its fd was closed, as ".." of
+ * the one before (node.c de__node_pin): a chain deeper than the fd budget
+ * costs one openat a level, not a walk down from the root.  The last
+ * batch's last directory is held for the first one (b->carry).
+ */
+static void pin_runs(de_ctx *ctx, struct de__batch *b)
+{
+	struct de__node *prev = b->carry;
+	int prev_fd = b->carry_fd;
+	size_t r;
+
+	for (r = 0; r < b->nruns; r++) {
+		struct de__brun *u = &b->runs[r];
+		int hint = prev && prev->parent == u->n ? prev_fd : -1;
+
+		u->fd = de__node_pin(ctx, u->n, hint);
+		if (u->fd >= 0)
+			(void)de__check_place(ctx, u->n);
+		prev = u->n;
+		prev_fd = u->fd;
+	}
+	if (b->carry && b->carry_fd >= 0)
+		de__node_unpin(ctx, b->carry);
+	b->carry = NULL;
+	b->carry_fd = -1;
+}
+
+/*
+ * Let go of the batch's pins, but for the last run's, the next batch's
+ * carry: the walk frees a directory once it is removed, and a pin does
+ * not keep a node (node.c).  The last run's directory is not removed in
+ * this batch, as its rmdir comes after its entries, in a run of its
+ * parent.  The fds stay cached for the walk's rmdirs (node.c).
+ */
+static void unpin_runs(de_ctx *ctx, struct de__batch *b)
+{
+	size_t r;
+
+	for (r = 0; r < b->nruns; r++) {
+		struct de__brun *u = &b->runs[r];
+
+		if (u->fd < 0)
+			continue;
+		if (r == b->nruns - 1) {
+			b->carry = u->n;
+			b->carry_fd = u->fd;
+		} else {
+			de__node_unpin(ctx, u->n);
+		}
+		u->fd = -1;
+	}
+}
+
+/* The batch's files in one inode order, through its runs' pins. */
+static void unlink_files(de_ctx *ctx, struct de__batch *b)
+{
+	struct gent *v;
+	size_t nv = 0, k;
+
+	v = malloc(b->nv * sizeof(*v));
+	if (!v)
+		return;		/* the walk unlinks them in its order */
+	for (k = 0; k < b->nv; k++) {
+		struct de__node *n = b->v[k].n;
+		struct de__ent *e = &n->ents[b->v[k].i];
+
+		if (e->child || e->type == DE_T_DIR || e->done ||
+		    e->action != DE_A_DELETE || b->runs[b->v[k].run].fd < 0)
+			continue;
+		v[nv].ino = e->ino;
+		v[nv].n = n;
+		v[nv].i = b->v[k].i;
+		v[nv].k = b->v[k].run;
+		nv++;
+	}
+	qsort(v, nv, sizeof(*v), by_ino);
+	for (k = 0; k < nv && !de__cancelled(ctx); k++) {
+		struct de__ent *e = &v[k].n->ents[v[k].i];
+
+		if (de__unlink_ent(ctx, v[k].n, b->runs[v[k].k].fd, e, 1))
+			de__node_keep(ctx, v[k].n);
+		else if (e->res == DE_R_REMOVED && ctx->run.limit_left > 0)
+			ctx->run.limit_left--;
+	}
+	free(v);
+}
+
+/*
+ * Whether the batch stays within the limit whatever the order of its
+ * removals: then its files go in inode order, else entry by entry in
+ * canonical order (the walk), which stops exactly at the limit.  Room is
+ * kept for one removal the caller makes itself for each directory
+ * (de_limit_take() from a report: rsync retries the rmdir of one the
+ * engine kept), as its report comes after the batch's removals.
+ */
+static int within_limit(const de_ctx *ctx, const struct de__batch *b)
+{
+	size_t k, dirs = 0;
+
+	if (ctx->run.limit_left < 0)
+		return 1;
+	for (k = 0; k < b->nv; k++)
+		dirs += b->v[k].n->ents[b->v[k].i].child != NULL;
+	return (long long)(b->nv + dirs) <= ctx->run.limit_left;
+}
+
+/* See internal.h. */
+void de__batch_unlink(de_ctx *ctx, struct de__batch *b)
+{
+	pin_runs(ctx, b);
+	if (within_limit(ctx, b))
+		unlink_files(ctx, b);
+	unpin_runs(ctx, b);
+}
+
+/* See internal.h. */
+void de__batch_done(de_ctx *ctx, struct de__batch *b)
+{
+	(void)ctx;
+	b->nv = 0;
+	b->nruns = 0;
+}
+
+/* See internal.h. */
+void de__batch_free(de_ctx *ctx, struct de__batch *b)
+{
+	if (b->carry && b->carry_fd >= 0)
+		de__node_unpin(ctx, b->carry);
+	free(b->v);
+	free(b->runs);
+	memset(b, 0, sizeof(*b));
+	b->carry_fd = -1;
 }

@@ -196,6 +196,10 @@ struct de__run {
 	int serial;			/* emitter removes (limit, dry run) */
 	int hookmode;			/* enter_dir set */
 	int global;			/* global.c's schedule */
+	/* The batch walk (global.c, run.c): an ordered run in the global
+	 * schedule; NULL otherwise.  The calling thread's. */
+	struct de__global *gwin;
+	struct de__batch *batch;
 	int cancel;			/* atomic: de__cancelled() */
 	int nfds;
 	/* node.c's fd cache: held fds no one pins, most recently unpinned
@@ -425,6 +429,48 @@ struct de__global {
 void de__global_start(de_ctx *ctx, struct de__global *g,
 		      struct de__node *root, int probe);
 int de__global_step(de_ctx *ctx, struct de__global *g);
+/* The batch walk (run.c, an ordered run): read the next window, without
+ * unlinking; -1 when the probe handed the tree over (the first call
+ * only), and g is then ended. */
+int de__global_read(de_ctx *ctx, struct de__global *g);
+void de__global_end(struct de__global *g);
+
+/*
+ * The batch walk's batch: entries the walk reached, in canonical order,
+ * each entry i of directory n (a subdirectory's entry stands for its
+ * rmdir), grouped in runs of one directory.  Bounded by the window's
+ * entries and directories (runs_max: each run pins its directory while
+ * the batch is unlinked).  carry: the last run's directory, held pinned
+ * for the next batch's first (global.c pin_runs).
+ */
+struct de__bitem {
+	struct de__node *n;
+	uint32_t i, run;
+};
+struct de__brun {
+	struct de__node *n;
+	int fd;				/* pinned, or a negative errno */
+};
+struct de__batch {
+	struct de__bitem *v;
+	size_t nv, vcap;
+	struct de__brun *runs;
+	size_t nruns, rcap;
+	size_t ents_max, runs_max;
+	struct de__node *carry;
+	int carry_fd;
+};
+void de__batch_init(de_ctx *ctx, struct de__batch *b,
+		    const struct de__global *g);
+int de__batch_add(struct de__batch *b, struct de__node *n, size_t i);
+int de__batch_full(const struct de__batch *b);
+/* Pin the batch's directories and unlink its files in one inode order,
+ * unless that could pass the limit; the walk then makes the rest of the
+ * removals, and every report, in canonical order, and calls
+ * de__batch_done(). */
+void de__batch_unlink(de_ctx *ctx, struct de__batch *b);
+void de__batch_done(de_ctx *ctx, struct de__batch *b);
+void de__batch_free(de_ctx *ctx, struct de__batch *b);
 
 /*
  * The result of removing an entry from rc, de__remove_at()'s value, or the

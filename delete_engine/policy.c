@@ -269,20 +269,32 @@ static int p2_help(de_ctx *ctx, long fstype)
  * The run's schedule for a tree whose start directory is on fstype
  * (run.c de_remove): serial, and so ordered, where the file system wants
  * it (want_serial); the global schedule (global.c) where it is asked
- * for, or may pay: never where the order must be canonical, and not by
- * itself where every request waits for a server (latency_bound).
+ * for, or may pay, and not by itself where every request waits for a
+ * server (latency_bound).  Ordered reports and a limit take the global
+ * schedule as the batch walk (run.c), which keeps the canonical order of
+ * reports and the limit's exactness without the serial walk; runs that
+ * decide entry by entry when its turn comes (a dry run, the enter_dir,
+ * dispose and ask_dir hooks) keep the serial or ordered walk.
  * Returns the workers the run wants; the caller fits them to the pool
  * and the fds, then calls de__plan_workers().
  */
 unsigned de__plan(de_ctx *ctx, long fstype)
 {
-	if (!ctx->run.serial && want_serial(ctx, fstype)) {
+	const struct de_hooks *h = ctx->run.hooks;
+	int per_entry = ctx->run.hookmode || h->dispose || h->ask_dir ||
+			(ctx->run.flags & DE_F_DRY_RUN);
+
+	if (want_serial(ctx, fstype)) {
 		ctx->run.serial = 1;
 		ctx->run.ordered = 1;
+		per_entry = 1;
 	}
-	ctx->run.global = !ctx->run.ordered &&
+	ctx->run.global = !per_entry &&
 		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
 		 (ctx->cfg.schedule == DE_SCHED_AUTO && !latency_bound(fstype)));
+	/* A limit alone made the run serial: the batch walk keeps it. */
+	if (ctx->run.global)
+		ctx->run.serial = 0;
 	ctx->run.split_min = ctx->run.serial ? 0x7fffffff : 8192;
 	ctx->run.split_idle_min = ctx->run.serial ? 0x7fffffff : 256;
 	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);

@@ -17,6 +17,11 @@
  *    canonical order, so the limit is exact, the dispose hook runs when
  *    each entry is due, and on btrfs each directory is emptied just before
  *    its rmdir (policy.c want_serial).
+ *  - batch (ordered or max_delete, in the global schedule): the calling
+ *    thread reads windows of the tree (global.c) and walks them in
+ *    canonical order, gathering what it passes into a batch; each batch's
+ *    files are unlinked in one inode order, then its rmdirs and reports
+ *    go in canonical order (batch_flush).
  */
 #include "internal.h"
 
@@ -255,9 +260,41 @@ static void wait_state(de_ctx *ctx, struct de__node *n, int state)
 	pthread_mutex_unlock(&ctx->mu);
 }
 
+static void batch_flush(de_ctx *ctx);
+
+/*
+ * The batch walk needs c, which the windows have not reached: c is the
+ * next directory they read, depth first in the walk's order, so what the
+ * walk gathered is all that was read.  Remove it, then read the next
+ * window.  Should c not come (it always does), it is reported as not
+ * opened once no window is left to read it.
+ */
+static void batch_read(de_ctx *ctx, struct de__node *c)
+{
+	struct de__global *g = ctx->run.gwin;
+
+	batch_flush(ctx);
+	while (c->state < NS_SCANNED && g->nstack && !de__cancelled(ctx))
+		(void)de__global_read(ctx, g);
+	if (c->state < NS_SCANNED) {
+		c->skip_scan = 1;
+		c->res = DE_R_FAILED;
+		c->op = DE_OP_OPEN;
+		c->err = de__cancelled(ctx) ? ECANCELED : EIO;
+		de__lock(ctx);
+		c->state = NS_SCANNED;
+		de__unlock(ctx);
+	}
+}
+
 /* Make sure c is scanned, running it here if no worker has started it. */
 static void need_scanned(de_ctx *ctx, struct de__node *c)
 {
+	if (ctx->run.batch) {
+		if (c->state < NS_SCANNED)
+			batch_read(ctx, c);
+		return;
+	}
 	pthread_mutex_lock(&ctx->mu);
 	while (c->state < NS_SCANNED) {
 		if (c->deferred) {
@@ -551,6 +588,65 @@ static int walk_up(de_ctx *ctx, struct de__node *n, struct de__node *c,
 }
 
 /*
+ * Remove (or not) entry i of n, its turn come in canonical order, and
+ * report it: the serial walk's step, and the batch walk's, whose batch
+ * unlinked most files already (serial_file() then only counts them).
+ * A subdirectory's entry stands for its rmdir, its own entries done.
+ */
+static void finish_ent(de_ctx *ctx, struct de__node *n, size_t i)
+{
+	struct de__ent *e = &n->ents[i];
+	struct de__node *c = e->child;
+
+	if (c) {
+		serial_dir(ctx, c);
+		report_self(ctx, c);
+		e->child = NULL;
+		free_node(ctx, c);
+	} else {
+		serial_file(ctx, n, e, -1);
+		report_ent(ctx, n, dir_path(ctx, n, e->len + 1), e);
+	}
+	maybe_progress(ctx, 0);
+}
+
+/* The batch walk: remove what the batch holds (de__batch_unlink), then
+ * report it, in canonical order. */
+static void batch_flush(de_ctx *ctx)
+{
+	struct de__batch *b = ctx->run.batch;
+	size_t k;
+
+	if (!b->nv)
+		return;
+	de__batch_unlink(ctx, b);
+	for (k = 0; k < b->nv && !de__cancelled(ctx); k++)
+		finish_ent(ctx, b->v[k].n, b->v[k].i);
+	de__batch_done(ctx, b);
+}
+
+/* The batch walk passes entry i of n: into the batch, which is removed
+ * when full.  Without memory for it, after what is held, at once. */
+static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
+{
+	struct de__batch *b = ctx->run.batch;
+
+	if (de__batch_add(b, n, i) < 0) {
+		batch_flush(ctx);
+		if (de__batch_add(b, n, i) < 0) {
+			/* Nothing held, not even the last one's pin,
+			 * which finish_ent() may free. */
+			de__batch_free(ctx, b);
+			de__batch_init(ctx, b, ctx->run.gwin);
+			finish_ent(ctx, n, i);
+			return;
+		}
+	}
+	if (de__batch_full(b))
+		batch_flush(ctx);
+}
+
+/*
  * The ordered walk of n's listing, in canonical order (recursive: one
  * small frame per level of the tree).  nfd is n's fd if the caller
  * pinned it for the walk (walk_pins), else -1.  Returns n's fd, still
@@ -578,12 +674,22 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			de__pool_submit(&ctx->pool, &n->work, 1);
 		}
 	}
-	if (!ctx->run.serial)
+	if (!ctx->run.serial && !ctx->run.batch)
 		wait_state(ctx, n, NS_P2);
 	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
 		struct de__ent *e = &n->ents[i];
 		struct de__node *c = e->child;
 
+		if (ctx->run.batch) {
+			if (c) {
+				need_scanned(ctx, c);
+				if (!c->skip_scan)
+					(void)ordered_walk(ctx, c, -1);
+			}
+			if (!de__cancelled(ctx))
+				batch_push(ctx, n, i);
+			continue;
+		}
 		if (c) {
 			need_scanned(ctx, c);
 			/* rm -i asks before it descends into a directory with
@@ -623,6 +729,8 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 	}
 	if (entered && ctx->run.hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
 		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
+	if (ctx->run.batch && n == ctx->run.root)
+		batch_flush(ctx);
 	return nfd;
 }
 
@@ -702,6 +810,46 @@ static void run_global(de_ctx *ctx, struct de__node *r)
 		emit_queued(ctx);
 		pthread_mutex_unlock(&ctx->mu);
 	} while (more);
+}
+
+/*
+ * An ordered run in the global schedule: read the first window.  When
+ * the probe finds the reads fast, the tree has been handed over to the
+ * pool (global.c hand_over) and the run goes on as an ordered or serial
+ * one (returns 0); else the batch walk takes it (1).
+ */
+static int batch_start(de_ctx *ctx, struct de__node *r,
+		       struct de__global *g, struct de__batch *b)
+{
+	de__global_start(ctx, g, r, ctx->cfg.schedule == DE_SCHED_AUTO);
+	ctx->run.gwin = g;
+	if (de__global_read(ctx, g) < 0) {
+		ctx->run.gwin = NULL;
+		ctx->run.global = 0;
+		/* A limit: the serial walk, as planned without the global
+		 * schedule (policy.c de__plan). */
+		if (ctx->run.limit_left >= 0) {
+			ctx->run.serial = 1;
+			de__prepare_serial(ctx, r);
+		}
+		return 0;
+	}
+	de__batch_init(ctx, b, g);
+	ctx->run.batch = b;
+	return 1;
+}
+
+/* The batch walk is over: the root is final, as the last release makes
+ * it in the other schedules. */
+static void batch_end(de_ctx *ctx, struct de__node *r)
+{
+	de__batch_free(ctx, ctx->run.batch);
+	de__global_end(ctx->run.gwin);
+	ctx->run.batch = NULL;
+	ctx->run.gwin = NULL;
+	de__lock(ctx);
+	r->state = NS_FINAL;
+	de__unlock(ctx);
 }
 
 /* After a cancel: let everything started finish, start nothing new. */
@@ -850,6 +998,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 	ctx->run.caller = pthread_self();
 	ctx->run.tick = caller_tick;
 	ctx->run.pbuf_node = NULL;
+	ctx->run.gwin = NULL;
+	ctx->run.batch = NULL;
 }
 
 /* See delete_engine.h.  limit_left belongs to the calling thread: only
@@ -949,7 +1099,9 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      const struct de_opts *opts, struct de_summary *sum)
 {
 	struct de__node *r;
-	int rc;
+	struct de__global g;
+	struct de__batch b;
+	int rc, batch = 0;
 
 	if (!ctx || (n && !targets) || dirfd < 0)
 		return -EINVAL;
@@ -972,6 +1124,8 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	}
 	if (ctx->run.serial)
 		de__prepare_serial(ctx, r);
+	else if (ctx->run.global && ctx->run.ordered)
+		batch = batch_start(ctx, r, &g, &b);
 	else if (ctx->run.global)
 		run_global(ctx, r);
 	else
@@ -980,6 +1134,8 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		/* The root's fd is never closed: it needs no pin to start. */
 		if (ordered_walk(ctx, r, -1) >= 0)
 			de__node_unpin(ctx, r);
+		if (batch)
+			batch_end(ctx, r);
 	}
 	else
 		drain_events(ctx);

@@ -469,15 +469,26 @@ static void schedule_children(de_ctx *ctx, struct de__node *n)
 
 /*
  * Serial modes: create and schedule n's children for prefetching; the
- * emitter removes entries itself.
+ * emitter removes entries itself.  Children made early were made by the
+ * global schedule's first window before it handed the tree over
+ * (global.c hand_over): those it read are scanned, the rest are
+ * scheduled here.
  */
 void de__prepare_serial(de_ctx *ctx, struct de__node *n)
 {
+	size_t i;
+
 	/* Nothing of n is removed where it left the tree. */
 	if (de__check_place(ctx, n))
 		return;
-	de__make_children(ctx, n);
-	schedule_children(ctx, n);
+	if (!n->early) {
+		de__make_children(ctx, n);
+		schedule_children(ctx, n);
+		return;
+	}
+	for (i = n->nents; i-- > 0;)
+		if (n->ents[i].child && n->ents[i].child->state == NS_NEW)
+			de__schedule(ctx, n->ents[i].child);
 }
 
 /* Phase 2 of n has begun: one unlink chunk (its own) pending. */

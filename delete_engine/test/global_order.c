@@ -15,8 +15,18 @@
  *     another file system's (DE_R_OTHER_FS) (root; skipped otherwise).
  *   - a chain 600 directories deep goes, with windows of 8 directories
  *     and an fd budget far below its depth.
- *   - runs that need the canonical order keep the per-directory
- *     schedule: a dry run removes nothing, and max_delete stops exactly.
+ *   - a dry run keeps the per-directory schedule and removes nothing.
+ *   - ordered runs take it as the batch walk: the reports come in
+ *     canonical order (the 781 directories of t_mixed() too, in windows
+ *     of 200 entries, and in plain byte order), and the files of each
+ *     window still go in one ascending inode order; max_delete stops at
+ *     exactly the first N in canonical order, inside a window and across
+ *     windows, and 0 removes nothing; the deep chain with few fds goes in
+ *     order, and stops at a limit too.  A mount point inside is kept in
+ *     an ordered run as in the others.
+ *   - AUTO in an ordered run: slow reads take the batch walk (one
+ *     ascending run), fast ones hand the tree to the pool (many), and
+ *     with a limit, to the serial walk; canonical and exact each way.
  *   - DE_SCHED_AUTO: with each directory read made 3 ms slow (the fault
  *     hook sleeps), it stays global (one ascending run); with fast reads
  *     it hands over to the pool after the probe, and the files go
@@ -141,6 +151,44 @@ static int remove_sched(int dfd, const char *name, unsigned sched,
 #define remove_global(dfd, name, ...) \
 	remove_sched(dfd, name, DE_SCHED_GLOBAL, __VA_ARGS__)
 
+/*
+ * Remove name (DE_F_ORDERED added to flags) with schedule sched, and
+ * check the reports against ref, its canonical order: exactly the first
+ * maxdel removed (all when < 0), the rest skipped and still there.
+ * Returns de_remove's value, or 1 when a check failed.
+ */
+static int ordered_run(int dfd, const char *name, unsigned sched,
+		       size_t win_ents, unsigned flags, long long maxdel,
+		       const struct t_names *ref)
+{
+	struct t_reps rs = { 0 };
+	struct de_summary sum;
+	size_t i, want = maxdel < 0 || (size_t)maxdel > ref->n ?
+			 ref->n : (size_t)maxdel;
+	int rc, ret = 1;
+
+	rc = remove_sched(dfd, name, sched, win_ents, 0, flags | DE_F_ORDERED,
+			  maxdel, &rs, &sum);
+	CHECK(rs.n == ref->n);
+	CHECK(sum.removed_total == want);
+	CHECK(sum.skipped == ref->n - want);
+	for (i = 0; i < rs.n; i++) {
+		if (strcmp(rs.v[i].path, ref->v[i])) {
+			fprintf(stderr, "%s: at %zu: got %s want %s\n", name,
+				i, rs.v[i].path, ref->v[i]);
+			goto out;
+		}
+		CHECK(rs.v[i].result == (i < want ? DE_R_REMOVED :
+					 DE_R_SKIPPED));
+		CHECK(i < want || t_exists(dfd, ref->v[i]));
+	}
+	CHECK(want < ref->n || !t_exists(dfd, name));
+	ret = rc;
+out:
+	t_reps_free(&rs);
+	return ret;
+}
+
 /* The number of ascending runs in what was unlinked; 0 when an inode is
  * unknown. */
 static size_t runs(void)
@@ -184,13 +232,18 @@ static int deep_chain(int dfd, int depth)
 
 int test(int dfd)
 {
+	static const struct { long long max; size_t win; } limits[] = {
+		{ 0, 0 }, { 1, 0 }, { 50, 0 }, { 50, 100 }, { 333, 100 },
+		{ 100000, 100 },
+	};
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
+	struct t_names ref = { 0 };
 	struct t_rep *r;
 	struct rlimit rl, low;
 	char target[4200];
 	int ret = T_FAIL, m = -1, rc, lowered = 0;
-	size_t n;
+	size_t n, i;
 
 	capseen = NDIRS * NFILES + 16;
 	seen = calloc(capseen, sizeof(*seen));
@@ -230,14 +283,58 @@ int test(int dfd)
 	n = runs();
 	CHECK(n >= NDIRS / 4 && n <= NDIRS);
 
-	/* Canonical-order runs keep the per-directory schedule. */
+	/* A dry run keeps the per-directory schedule. */
 	CHECK(shuffled_tree(dfd) == 0);
 	rc = remove_global(dfd, "tree", 0, 0, DE_F_DRY_RUN, -1, NULL, &sum);
 	CHECK(rc == 0 && nseen == 0);
 	CHECK(t_count(dfd, "tree") == 1 + NDIRS + NDIRS * NFILES + 1);
-	rc = remove_global(dfd, "tree", 0, 0, 0, 50, NULL, &sum);
-	CHECK(rc == -EDQUOT && sum.removed_total == 50);
 	t_cleanup_sub(dfd, "tree");
+
+	/* Ordered: canonical reports, one inode order a window. */
+	CHECK(shuffled_tree(dfd) == 0);
+	t_canon(dfd, "tree", "tree", &ref);
+	CHECK(ordered_run(dfd, "tree", DE_SCHED_GLOBAL, 0, 0, -1, &ref) == 0);
+	CHECK(nseen == NDIRS * NFILES + 1 && runs() == 1);
+	CHECK(!rmdirs_before_files);
+	t_names_free(&ref);
+	CHECK(shuffled_tree(dfd) == 0);
+	t_canon(dfd, "tree", "tree", &ref);
+	CHECK(ordered_run(dfd, "tree", DE_SCHED_GLOBAL, 100, 0, -1, &ref) == 0);
+	n = runs();
+	CHECK(n >= 4 && n <= NDIRS);
+	t_names_free(&ref);
+	/* A limit: the first N, inside one window and across windows. */
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		CHECK(shuffled_tree(dfd) == 0);
+		t_canon(dfd, "tree", "tree", &ref);
+		rc = ordered_run(dfd, "tree", DE_SCHED_GLOBAL, limits[i].win, 0,
+				 limits[i].max, &ref);
+		if (rc != (limits[i].max < (long long)ref.n ? -EDQUOT : 0)) {
+			fprintf(stderr, "limit %lld, window %zu: %d\n",
+				limits[i].max, limits[i].win, rc);
+			goto out;
+		}
+		t_names_free(&ref);
+		t_cleanup_sub(dfd, "tree");
+	}
+	/* Byte-order traps, links, 781 directories, windows of 200. */
+	CHECK(t_mixed(dfd, "mixed", 4, 5) == 0);
+	t_canon(dfd, "mixed", "mixed", &ref);
+	CHECK(ordered_run(dfd, "mixed", DE_SCHED_GLOBAL, 200, 0, -1, &ref) == 0);
+	t_names_free(&ref);
+	CHECK(t_mixed(dfd, "mixed", 2, 4) == 0);
+	rc = remove_sched(dfd, "mixed", DE_SCHED_GLOBAL, 50, 0,
+			  DE_F_ORDERED | DE_F_PLAIN_ORDER, -1, &rs, &sum);
+	CHECK(rc == 0 && !t_exists(dfd, "mixed"));
+	for (i = 1; i < rs.n; i++) {
+		const char *a = rs.v[i - 1].path, *b = rs.v[i].path;
+
+		/* Siblings directly under mixed/: descending bytes. */
+		if (!strncmp(a, "mixed/", 6) && !strncmp(b, "mixed/", 6) &&
+		    !strchr(a + 6, '/') && !strchr(b + 6, '/'))
+			CHECK(strcmp(a, b) > 0);
+	}
+	t_reps_free(&rs);
 
 	/* Any depth, with few fds: windows of at most 8 directories. */
 	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
@@ -252,6 +349,20 @@ int test(int dfd)
 	CHECK(rc == 0);
 	CHECK(!t_exists(dfd, "chain"));
 	CHECK(sum.removed[DE_T_DIR] == 600 && sum.removed[DE_T_FILE] == 600);
+	/* Ordered, and with a limit half way up. */
+	for (i = 0; i < 2; i++) {
+		CHECK(deep_chain(dfd, 600) == 0);
+		t_canon(dfd, "chain", "chain", &ref);
+		CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+		lowered = 1;
+		rc = ordered_run(dfd, "chain", DE_SCHED_GLOBAL, 0, 0,
+				 i ? 700 : -1, &ref);
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		lowered = 0;
+		CHECK(rc == (i ? -EDQUOT : 0));
+		t_names_free(&ref);
+		t_cleanup_sub(dfd, "chain");
+	}
 
 	/* AUTO: slow reads stay global, fast ones go to the pool. */
 	CHECK(shuffled_tree(dfd) == 0);
@@ -273,6 +384,24 @@ int test(int dfd)
 	lowered = 0;
 	CHECK(rc == 0 && !t_exists(dfd, "chain"));
 	CHECK(sum.removed[DE_T_DIR] == 600 && sum.removed[DE_T_FILE] == 600);
+	/* Ordered AUTO: the batch walk on slow reads, the pool on fast
+	 * ones, and the serial walk with a limit; canonical and exact. */
+	for (i = 0; i < 4; i++) {
+		CHECK(shuffled_tree(dfd) == 0);
+		t_canon(dfd, "tree", "tree", &ref);
+		slow_reads = i % 2;
+		rc = ordered_run(dfd, "tree", DE_SCHED_AUTO, 0, 0,
+				 i < 2 ? -1 : 123, &ref);
+		slow_reads = 0;
+		CHECK(rc == (i < 2 ? 0 : -EDQUOT));
+		/* A limit inside the one window: entry by entry. */
+		if (i == 0)
+			CHECK(runs() > NDIRS / 4);
+		else if (i == 1)
+			CHECK(runs() == 1);
+		t_names_free(&ref);
+		t_cleanup_sub(dfd, "tree");
+	}
 
 	/* A mount point inside is kept, with what it holds (root). */
 	CHECK(t_paths(dfd, "tree/a/mnt/", "tree/a/f", "tree/b/g", NULL) == 0);
@@ -298,11 +427,22 @@ int test(int dfd)
 	r = t_find(&rs, "tree/a/mnt");
 	CHECK(r && r->result == DE_R_OTHER_FS);
 	CHECK(t_exists(m, "keep") && !t_exists(dfd, "tree/b"));
+	/* And in an ordered run. */
+	t_reps_free(&rs);
+	CHECK(t_paths(dfd, "tree/b/g", NULL) == 0);
+	rc = remove_global(dfd, "tree", 0, 0, DE_F_ORDERED, -1, &rs, &sum);
+	CHECK(rc == 0);
+	r = t_find(&rs, "tree/a/mnt");
+	CHECK(r && r->result == DE_R_MOUNT);
+	r = t_find(&rs, "tree/a");
+	CHECK(r && r->result == DE_R_NOT_EMPTY);
+	CHECK(t_exists(m, "keep") && !t_exists(dfd, "tree/b"));
 	ret = T_PASS;
 out:
 	if (lowered)
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	t_reps_free(&rs);
+	t_names_free(&ref);
 	t_umount(m);
 	free(seen);
 	return ret;
