@@ -34,6 +34,12 @@ The peers (--peers):
                 its global schedule forced)
   de-global-wN  the same with windows of at most N directory blocks
                 (de-rm -W N; the default is half a journal transaction)
+  rsync-de-v    ./rsync -av --delete empty/ t/ (stock's order, printed)
+  rsync-de-log  ./rsync -r --delete-only --log-file=/dev/null (logged)
+  rsync-de-maxdel  ./rsync -r --delete-only --max-delete=1000000000
+  stock-push    ./rsync-stock -a --delete empty/ lh:t/, ./rsync the
+                receiver through a remote shell (bench/slowdisk/lsh):
+                a stock client, which takes the deletion messages
   stock         ./rsync-stock -r --delete empty/ t/
   rm            rm -rf t
   find          find t -delete
@@ -78,6 +84,13 @@ PEERS = {
     'rsync-de-global': [str(TOP / 'rsync'), '-r', '--delete-only', '--delete-schedule=global',
                         '{empty}/', '{t}/'],
     'de-global': [str(TOP / 'delete_engine/tools/de-rm'), '-G', '-rf', '{t}'],
+    'rsync-de-v': [str(TOP / 'rsync'), '-av', '--delete', '{empty}/', '{t}/'],
+    'rsync-de-log': [str(TOP / 'rsync'), '-r', '--delete-only', '--log-file=/dev/null',
+                     '{empty}/', '{t}/'],
+    'rsync-de-maxdel': [str(TOP / 'rsync'), '-r', '--delete-only', '--max-delete=1000000000',
+                        '{empty}/', '{t}/'],
+    'stock-push': [str(TOP / 'rsync-stock'), '-a', '--delete', '-e', str(HERE / 'lsh'),
+                   '--rsync-path=' + str(TOP / 'rsync'), '{empty}/', 'lh:{t}/'],
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
     'rm': ['rm', '-rf', '{t}'],
     'find': ['find', '{t}', '-delete'],

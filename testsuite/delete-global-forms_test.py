@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Every form of a deletion takes the global schedule, with stock's output.
+
+The forms that print, log, send or count deletions ask the engine for
+rsync's order, and --max-delete for an exact limit; they used to go
+directory by directory whatever the schedule (issue 48).  Here each runs
+with --delete-schedule=global (what AUTO picks on a slow disk) on a tree
+of 12 extraneous directories whose 180 files were created in a shuffled
+order, so that the directories' inodes interleave, and a directory the
+source keeps.  Pins, for each form:
+  * strace sees the 180 files unlinked in one ascending inode order;
+  * the tree left, the exit code, the deletion lines in their order,
+    every other line and the --log-file lines are stock's on the same
+    tree.
+The forms: -av --delete (and --delete-after, --delete-delay), -ai,
+--delete-only -v, --log-file, --out-format, --stats, --max-delete above
+the tree's size, and a stock client pushing through a remote shell to
+rsync-de, which sends it the deletion lines (its receiver is given
+--delete-schedule=global by a wrapper).  --max-delete below the tree's
+size stops at stock's first N entries, exit 25; that batch goes entry by
+entry, so only the output is compared there.
+"""
+
+import os
+import random
+import re
+import shlex
+import shutil
+import subprocess
+
+from rsyncfns import RSYNC, SCRATCHDIR, SRCDIR, test_fail, test_skipped
+from forkfns import (
+    DELETE_LINE, STOCK_EQUIVALENT, assert_same_tree, diff, normalise,
+    normalise_err, require_stock, run,
+)
+
+stock = require_stock()
+fork = RSYNC.split()
+if not shutil.which('strace'):
+    test_skipped('strace is not installed')
+LSH = str(SRCDIR / 'support' / 'lsh.sh')
+
+
+def seed(base):
+    """base/src (keep/k) and base/dst: keep/ with k and an extra file,
+    and 12 extraneous directories of 15 files each, created in one
+    shuffled order.  Returns {file name: inode} of those 180 files."""
+    src, dst = base / 'src', base / 'dst'
+    for d in (src / 'keep', dst / 'keep'):
+        d.mkdir(parents=True)
+        (d / 'k').write_text('k\n')
+    (dst / 'keep' / 'extra').write_text('x\n')
+    names = [(d, f) for d in range(12) for f in range(15)]
+    random.Random(7).shuffle(names)
+    inos = {}
+    for d, f in names:
+        (dst / f'gone{d}').mkdir(exist_ok=True)
+        p = dst / f'gone{d}' / f'x{d}_{f}'
+        p.write_text('x\n')
+        inos[p.name] = os.lstat(p).st_ino
+    return src, dst, inos
+
+
+def log_lines(path, dst):
+    """A --log-file's lines without their date and pid."""
+    if not path.exists():
+        return []
+    text = re.sub(r'^\S+ \S+ \[\d+\] ', '', path.read_text(), flags=re.M)
+    return [line for line in normalise(text, str(dst))
+            if not line.startswith(('building file list', 'sent ', 'total size'))]
+
+
+def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True):
+    base = SCRATCHDIR / 'forms'
+    shutil.rmtree(base, ignore_errors=True)
+    results = {}
+    for who in ('stock', 'fork'):
+        work = base / who
+        src, dst, inos = seed(work)
+        logf = work / 'log'
+        o = [a.replace('LOG', str(logf)) for a in
+             (stock_opts if who == 'stock' and stock_opts is not None else opts)]
+        if push:
+            # A stock client in both runs; the receiver is stock's or
+            # rsync-de's, forced to the global schedule.
+            server = stock
+            if who == 'fork':
+                server = work / 'server'
+                server.write_text('#!/bin/sh\nexec %s --delete-schedule=global "$@"\n'
+                                  % ' '.join(shlex.quote(a) for a in fork))
+                server.chmod(0o755)
+            argv = [stock] + o + ['-e', LSH, f'--rsync-path={server}',
+                                  f'{src}/', f'lh:{dst}/']
+        elif who == 'stock':
+            argv = [stock] + o + [f'{src}/', f'{dst}/']
+        else:
+            argv = fork + o + ['--delete-schedule=global', f'{src}/', f'{dst}/']
+        trace = work / 'strace'
+        if who == 'fork':
+            argv = ['strace', '-f', '-qq', '-e', 'trace=unlinkat', '-o', str(trace)] + argv
+        p = run([str(a) for a in argv])
+        results[who] = (dst, p, log_lines(logf, dst), trace, inos)
+    (sdst, sp, slog, _, _), (fdst, fp, flog, trace, inos) = results['stock'], results['fork']
+    if sp.returncode != fp.returncode:
+        test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}\n{fp.stderr}')
+    assert_same_tree(sdst, fdst, label)
+    so, fo = normalise(sp.stdout, str(sdst)), normalise(fp.stdout, str(fdst))
+    sdel = [line for line in so if line.startswith(DELETE_LINE)]
+    fdel = [line for line in fo if line.startswith(DELETE_LINE)]
+    if sdel != fdel:
+        test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
+    if sorted(so) != sorted(fo):
+        test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo)))
+    se, fe = normalise_err(sp.stderr, str(sdst)), normalise_err(fp.stderr, str(fdst))
+    if se != fe:
+        test_fail(f'{label}: stderr differs:\n' + diff(se, fe))
+    if slog != flog:
+        test_fail(f'{label}: --log-file lines differ:\n' + diff(slog, flog))
+    seq = [inos[m.group(1)] for m in
+           re.finditer(r'unlinkat\([^,]*, "(x\d+_\d+)"', trace.read_text())]
+    runs = 1 + sum(1 for a, b in zip(seq, seq[1:]) if b < a)
+    if ordered_unlinks and (len(seq) != len(inos) or runs != 1):
+        test_fail(f'{label}: {len(seq)} of {len(inos)} files unlinked, in {runs} '
+                  'ascending inode runs: not the global schedule')
+    print(f'{label}: ok, {len(seq)} unlinks in {runs} run(s)')
+
+
+one('-av --delete', ['-av', '--delete'])
+one('-av --delete-after', ['-av', '--delete-after'])
+one('-av --delete-delay', ['-av', '--delete-delay'])
+one('-ai --delete', ['-ai', '--delete'])
+one('--delete-only -v', ['--delete-only', '-v'], stock_opts=STOCK_EQUIVALENT + ['-v'])
+one('--log-file', ['-a', '--delete', '--log-file=LOG'])
+one('--out-format', ['-a', '--delete', '--out-format=%o %n'])
+one('--stats', ['-a', '--delete', '--stats'])
+one('--max-delete above', ['-av', '--delete', '--max-delete=1000'])
+one('--max-delete below', ['-av', '--delete', '--max-delete=50'], ordered_unlinks=False)
+one('stock client push -av', ['-av', '--delete'], push=True)
+one('stock client push, quiet', ['-a', '--delete'], push=True)
