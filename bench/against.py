@@ -3,11 +3,13 @@
 
 Usage: bench/against.py REV [--new REV2] [--fs ext4] [--cells wide,flat]
                         [--cache cold] [--rounds 9] [--max-rounds 25]
+                        [--args ARGS]
                         [--json FILE] [--out FILE]
 
 REV is any git revision.  Its tree (git archive, committed files only) is
 built once under build/against/SHA/ with the README's ./configure && make,
-and its ./rsync runs beside this checkout's, `--delete-only empty/ T/`,
+and its ./rsync runs beside this checkout's, `--delete-only empty/ T/`
+(with --args' words before empty/, as "-v"),
 on the CPU-bound cells (bench/run.py's trees, fresh for every run, the
 two builds alternated within a round and the order reversed every other
 round, the first round dropped); --new REV2 puts REV2's build (made the
@@ -113,6 +115,8 @@ def main():
     ap.add_argument('--max-rounds', type=int, default=25)
     ap.add_argument('--tree', action='append', default=[], metavar='CELL=ARGS',
                     help='other mktree arguments for a cell, e.g. "wide=wide 200 500"')
+    ap.add_argument('--args', default='', metavar='ARGS',
+                    help='more rsync arguments for both builds, e.g. "-v" (output discarded)')
     ap.add_argument('--img-size', default='16G')
     ap.add_argument('--json', default=None, help='append the raw records (JSON lines) here')
     ap.add_argument('--out', default=None, help='also write the report here')
@@ -140,11 +144,13 @@ def main():
                               capture_output=True, text=True).stdout.strip()
         new, new_name = os.path.join(TOP, 'rsync'), f'this build ({head})'
     old_name = f'{a.rev} ({sha[:12]})'
-    peers = [(new_name, [new, '--delete-only', '{empty}/', '{target}/']),
-             (old_name, [old, '--delete-only', '{empty}/', '{target}/'])]
+    extra = shlex.split(a.args)
+    peers = [(new_name, [new, '--delete-only'] + extra + ['{empty}/', '{target}/']),
+             (old_name, [old, '--delete-only'] + extra + ['{empty}/', '{target}/'])]
     out(f'# rsync-de against {a.rev}, {time.strftime("%Y-%m-%d %H:%M %Z")}')
     out()
-    out(f'`--delete-only empty/ T/`, {a.fs}, {a.cache} cache, a fresh tree per run, the '
+    out(f'`--delete-only {a.args + " " if a.args else ""}empty/ T/`, {a.fs}, {a.cache} '
+        f'cache, a fresh tree per run, the '
         f'builds alternated. Ratio: this build\'s seconds over {a.rev}\'s, one per round; '
         f'the interval is the 95% one of the median ratio.')
     out(f'Command: bench/against.py {" ".join(shlex.quote(x) for x in sys.argv[1:])}')
