@@ -162,6 +162,8 @@ struct de_report {
 				 * not be opened, empty, removed by rmdir */
 	int err;		/* with op: positive errno */
 	int dry_run;		/* 1: nothing was actually removed */
+	unsigned set;		/* de_remove_sets(): the set whose dirfd
+				 * path is relative to; 0 for de_remove() */
 };
 
 enum de_action {
@@ -316,6 +318,42 @@ struct de_opts {
 int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	      size_t n, const struct de_hooks *hooks,
 	      const struct de_opts *opts, struct de_summary *sum);
+
+/*
+ * Targets in several directories, for one call: each set's n targets are
+ * directly inside its dirfd (the caller's, as for de_remove()).
+ */
+struct de_set {
+	int dirfd;
+	const struct de_target *targets;
+	size_t n;
+};
+
+/*
+ * de_remove() for the targets of n sets, as n calls in a row would
+ * remove them: reports (with de_report.set) in set order, one limit and
+ * one summary for them all.  Where the global schedule is in force (the
+ * schedule says so, or DE_SCHED_AUTO and the device's reads were slow:
+ * de_note_read()), it is one run: the files of many directories are
+ * unlinked in one inode order, as rsync's scattered deletions in a sync
+ * need on a slow disk.  Otherwise, or when the sets are on more than one
+ * device, it makes the n calls.  Returns as de_remove() does.
+ */
+int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
+		   const struct de_hooks *hooks, const struct de_opts *opts,
+		   struct de_summary *sum);
+
+/*
+ * For a caller that reads directories itself (rsync lists each
+ * destination directory of a sync): reading a directory of dirfd's
+ * device, of nents entries, took ns nanoseconds.  The engine times the
+ * first directories it reads itself the same way (DE_SCHED_AUTO).
+ * Returns 1 once the reads of that device tell a disk where the global
+ * schedule pays, 0 once they tell one where it does not, -1 while they
+ * do not tell yet (the first 8 of at most 4,096 entries decide).  ns 0
+ * counts nothing: it only asks.
+ */
+int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents);
 
 /*
  * Whether a caller that lists dirfd itself, to hand the engine targets,

@@ -57,9 +57,6 @@
 /* de__global.wfd[k] when the window holds no pin on win[k]. */
 #define NO_PIN	INT_MIN
 
-/* A listing this long makes a scan's time the CPU's, not the disk's. */
-#define PROBE_ENTS_MAX	4096
-
 struct gent {
 	uint64_t ino;
 	struct de__node *n;
@@ -257,12 +254,22 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	tx = ctx->jtx_blocks;
 	memset(g, 0, sizeof(*g));
 	g->probing = probe;
+	g->dev = root->dev;
 	g->ents_max = ctx->global_ents ? ctx->global_ents : WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
 			tx ? tx / 2 : 170;
-	descend(ctx, g, root);
+	if (root->nents && root->ents[0].child && root->ents[0].child->base) {
+		size_t k;
+
+		/* de_remove_sets(): the root holds the sets' directories,
+		 * given, not read; the first one's targets come first. */
+		for (k = root->nents; k-- > 0;)
+			descend(ctx, g, root->ents[k].child);
+	} else {
+		descend(ctx, g, root);
+	}
 	if (win_add(g, root, NO_PIN) == 0)
 		g->ents = root->nents;
 	else if (ctx->run.ordered)
@@ -305,7 +312,7 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	 */
 	last = g->nwin ? g->win[g->nwin - 1] : NULL;
 	if (last && !last->skip_scan &&
-	    (last->nents > PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
+	    (last->nents > DE__PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		de__schedule(ctx, g->stack[k]);
@@ -338,7 +345,7 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 /* Time one scan for the probe; decide once there are enough. */
 static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
 {
-	if (n->skip_scan || n->nents > PROBE_ENTS_MAX)
+	if (n->skip_scan || n->nents > DE__PROBE_ENTS_MAX)
 		return;
 	g->probe_ns[g->nprobe++] = ns;
 	if (g->nprobe == DE__PROBE_DIRS)
@@ -400,6 +407,12 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 	 * what was timed decides (nothing timed: fast, as before). */
 	if (g->probing > 0)
 		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
+	/* What enough reads told stands for the calls after (rsync's
+	 * scattered deletions in a sync: de_remove_sets()). */
+	if (g->probing <= 0 && g->nprobe == DE__PROBE_DIRS && !g->told) {
+		de__set_slow(ctx, g->dev, g->probing == 0);
+		g->told = 1;
+	}
 }
 
 /* See internal.h. */

@@ -19,6 +19,10 @@
 #define DE__LAT_THREADS	64u		/* workers on a latency-bound file
 					 * system (policy.c threads_for) */
 #define DE__CHUNK_MIN	64u		/* files per unlink chunk, at least */
+#define DE__PROBE_DIRS	8		/* reads timed to tell a slow disk
+					 * (policy.c de__slow_reads) */
+#define DE__PROBE_ENTS_MAX 4096u	/* a longer listing's read time is
+					 * the CPU's, not the disk's */
 
 /* ---- pool.c: libuv-shaped thread pool ---------------------------------- */
 
@@ -157,6 +161,10 @@ struct de__node {
 	/* This directory's own outcome. */
 	uint8_t res, op;
 	int err;
+	/* de_remove_sets(): n is a set's directory, the caller's fd, never
+	 * removed nor closed (base); the set of the targets n is under. */
+	int base;
+	unsigned set;
 	/* Depth below the root (0 for the root) and the length of the path
 	 * relative to dirfd, fixed at creation: the emitter builds report
 	 * paths from the previous one (run.c dir_path). */
@@ -283,6 +291,17 @@ struct de_ctx {
 	dev_t jtx_dev;
 	size_t jtx_blocks;
 	int jtx_known;
+	/*
+	 * policy.c de__note_read: the directory reads timed on device
+	 * read_dev (by global.c's probe, or the caller: de_note_read), and
+	 * what they told: -1 nothing yet, 0 a fast disk, 1 a slow one.
+	 * Across calls, as rsync calls once per directory of a sync.
+	 */
+	dev_t read_dev;
+	int read_known;
+	unsigned nread;
+	uint64_t read_ns[DE__PROBE_DIRS];
+	int read_slow;
 	pthread_mutex_t mu;		/* the tree lock */
 	pthread_cond_t cv;		/* the calling thread waits here */
 	char *pbuf;			/* report paths (calling thread) */
@@ -413,7 +432,6 @@ void de__files_task(struct de__work *w, void *buf);
 /* global.c: the calling thread reads a window of the tree, then unlinks
  * its files in one inode order.  start takes the root (targets added),
  * each step does one window and returns 0 when the tree is done. */
-#define DE__PROBE_DIRS	8
 struct de__global {
 	struct de__node **stack, **win;
 	int *wfd;			/* win[k]'s fd, pinned, or NO_PIN (global.c) */
@@ -425,6 +443,8 @@ struct de__global {
 	int probing;
 	unsigned nprobe;
 	uint64_t probe_ns[DE__PROBE_DIRS];
+	dev_t dev;			/* the root's */
+	int told;			/* the verdict went to de__set_slow() */
 };
 void de__global_start(de_ctx *ctx, struct de__global *g,
 		      struct de__node *root, int probe);
@@ -504,6 +524,9 @@ int de__sort_targets(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
 int de__want_names_ahead(long fstype);
 int de__slow_reads(const uint64_t *ns, unsigned n);
+int de__note_read(de_ctx *ctx, dev_t dev, uint64_t ns, size_t nents);
+void de__set_slow(de_ctx *ctx, dev_t dev, int slow);
+int de__dev_slow(const de_ctx *ctx, dev_t dev);
 
 /* ctx.c */
 unsigned de__ctx_grow(de_ctx *ctx, unsigned n);

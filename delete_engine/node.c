@@ -84,6 +84,7 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 		n->fstype = parent->fstype;
 		n->depth = parent->depth + 1;
 		n->pathlen = (parent->pathlen ? parent->pathlen + 1 : 0) + len;
+		n->set = parent->set;
 	}
 	de__lock(ctx);
 	DLIST_PUSH(ctx->run.live, n, lnext, lprev);
@@ -163,7 +164,7 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 		ctx->run.win_live--;
 	ctx->run.prog.dirs_pending--;
 	idle_del(ctx, n);
-	if (n->fd >= 0 && n->parent) {
+	if (n->fd >= 0 && n->parent && !n->base) {
 		fd = n->fd;
 		ctx->run.nfds--;
 	}
@@ -334,7 +335,7 @@ int de__unpin_locked(de_ctx *ctx, struct de__node *n)
 	struct de__node *v = n;
 	int fd;
 
-	if (--n->pins > 0 || n->fd < 0 || !n->parent)
+	if (--n->pins > 0 || n->fd < 0 || !n->parent || n->base)
 		return -1;
 	idle_del(ctx, n);
 	if (n->refs > 0) {

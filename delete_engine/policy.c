@@ -145,6 +145,55 @@ int de__slow_reads(const uint64_t *ns, unsigned n)
 }
 
 /*
+ * Count one read of a directory of nents entries on device dev, which
+ * took ns (global.c's probe, or de_note_read()): the first DE__PROBE_DIRS
+ * small enough decide the device's verdict by de__slow_reads(), kept
+ * for the calls after.  Returns the verdict (de__dev_slow()).
+ */
+int de__note_read(de_ctx *ctx, dev_t dev, uint64_t ns, size_t nents)
+{
+	if (!ctx->read_known || ctx->read_dev != dev) {
+		ctx->read_known = 1;
+		ctx->read_dev = dev;
+		ctx->nread = 0;
+		ctx->read_slow = -1;
+	}
+	if (ctx->read_slow < 0 && ns && nents <= DE__PROBE_ENTS_MAX) {
+		ctx->read_ns[ctx->nread++] = ns;
+		if (ctx->nread == DE__PROBE_DIRS)
+			ctx->read_slow = de__slow_reads(ctx->read_ns,
+							ctx->nread);
+	}
+	return ctx->read_slow;
+}
+
+/* A run's probe decided for device dev (global.c): the verdict stands
+ * for the calls after. */
+void de__set_slow(de_ctx *ctx, dev_t dev, int slow)
+{
+	ctx->read_known = 1;
+	ctx->read_dev = dev;
+	ctx->nread = 0;
+	ctx->read_slow = slow;
+}
+
+/* 1 when dev's reads told a slow disk, 0 a fast one, -1 not yet. */
+int de__dev_slow(const de_ctx *ctx, dev_t dev)
+{
+	return ctx->read_known && ctx->read_dev == dev ? ctx->read_slow : -1;
+}
+
+/* See delete_engine.h. */
+int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents)
+{
+	struct de__st st;
+
+	if (!ctx || de__fstat(ctx, dirfd, ".", &st))
+		return -1;
+	return de__note_read(ctx, st.dev, ns, nents);
+}
+
+/*
  * Whether to split one huge directory's unlinks across workers.
  *
  * Only on tmpfs and ramfs (measured: docs/BENCHMARKS.md, "Engine

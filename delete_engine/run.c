@@ -151,8 +151,8 @@ static void caller_tick(de_ctx *ctx)
 }
 
 /* Deliver one report; path is in ctx->pbuf. */
-static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
-		   int err)
+static void report(de_ctx *ctx, unsigned set, int type, mode_t mode,
+		   int res, int op, int err)
 {
 	struct de_report r;
 
@@ -165,6 +165,7 @@ static void report(de_ctx *ctx, int type, mode_t mode, int res, int op,
 		r.op = (enum de_op)op;
 		r.err = err;
 		r.dry_run = !!(ctx->run.flags & DE_F_DRY_RUN);
+		r.set = set;
 		ctx->run.hooks->report(ctx->run.hooks->arg, &r);
 	}
 }
@@ -200,7 +201,7 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 		ctx->pbuf[dlen] = '/';
 	memcpy(ctx->pbuf + pos, de__ent_name(n, e), e->len);
 	ctx->pbuf[pos + e->len] = 0;
-	report(ctx, e->type, e->mode, e->res, e->op, e->err);
+	report(ctx, n->set, e->type, e->mode, e->res, e->op, e->err);
 }
 
 static void report_self(de_ctx *ctx, struct de__node *c)
@@ -209,7 +210,7 @@ static void report_self(de_ctx *ctx, struct de__node *c)
 		count(ctx, c->res, DE_T_DIR);	/* as in report_ent() */
 		return;
 	}
-	report(ctx, DE_T_DIR, c->mode, c->res, c->op, c->err);
+	report(ctx, c->set, DE_T_DIR, c->mode, c->res, c->op, c->err);
 }
 
 /*
@@ -686,7 +687,8 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 				if (!c->skip_scan)
 					(void)ordered_walk(ctx, c, -1);
 			}
-			if (!de__cancelled(ctx))
+			/* A set's directory (de_remove_sets) stays. */
+			if (!de__cancelled(ctx) && !(c && c->base))
 				batch_push(ctx, n, i);
 			continue;
 		}
@@ -819,9 +821,9 @@ static void run_global(de_ctx *ctx, struct de__node *r)
  * one (returns 0); else the batch walk takes it (1).
  */
 static int batch_start(de_ctx *ctx, struct de__node *r,
-		       struct de__global *g, struct de__batch *b)
+		       struct de__global *g, struct de__batch *b, int probe)
 {
-	de__global_start(ctx, g, r, ctx->cfg.schedule == DE_SCHED_AUTO);
+	de__global_start(ctx, g, r, probe);
 	ctx->run.gwin = g;
 	if (de__global_read(ctx, g) < 0) {
 		ctx->run.gwin = NULL;
@@ -897,11 +899,16 @@ static int bad_name(const char *s)
 	return !*s || strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, "..");
 }
 
-/* Fill the root's listing from the targets. */
-static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
-		       size_t n)
+/*
+ * Fill r's listing from the targets.  want_ino: the global schedule
+ * sorts the targets' files by inode with the rest of its window, so a
+ * typed target the caller gave no inode (rsync's --delete-delay queue)
+ * is lstat()ed for it; one that fails is left to its removal, which
+ * tells what became of it.
+ */
+static int add_targets(de_ctx *ctx, struct de__node *r, int dirfd,
+		       const struct de_target *t, size_t n, int want_ino)
 {
-	struct de__node *r = ctx->run.root;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -925,8 +932,12 @@ static int add_targets(de_ctx *ctx, int dirfd, const struct de_target *t,
 			e->done = 1;
 			continue;
 		}
-		if (e->type != DE_T_UNKNOWN)
+		if (e->type != DE_T_UNKNOWN) {
+			if (want_ino && !e->ino && e->type != DE_T_DIR &&
+			    de__lstatat(ctx, dirfd, t[i].name, &st) == 0)
+				e->ino = st.ino;
 			continue;
+		}
 		rc = de__lstatat(ctx, dirfd, t[i].name, &st);
 		if (rc == -ENOENT) {
 			e->res = DE_R_VANISHED;
@@ -1018,8 +1029,10 @@ int de_limit_take(de_ctx *ctx, unsigned long long n)
 	return 0;
 }
 
-/* The root node: dirfd, the directory the targets are in, checked. */
-static int new_root(de_ctx *ctx, int dirfd, struct de__node **out)
+/* The root node: dirfd, the directory the targets are in, checked; or
+ * with a parent (de_remove_sets' own root), a set's directory. */
+static int new_root(de_ctx *ctx, struct de__node *parent, int dirfd,
+		    struct de__node **out)
 {
 	struct de__st st;
 	struct de__node *r;
@@ -1029,9 +1042,10 @@ static int new_root(de_ctx *ctx, int dirfd, struct de__node **out)
 		return rc;
 	if (!S_ISDIR(st.mode))
 		return -ENOTDIR;
-	r = de__node_new(ctx, NULL, "", 0, 0);
+	r = de__node_new(ctx, parent, "", 0, 0);
 	if (!r)
 		return -ENOMEM;
+	r->base = parent != NULL;
 	r->fd = dirfd;
 	r->pins = 1;
 	r->dev = st.dev;
@@ -1093,10 +1107,11 @@ static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
 	return 0;
 }
 
-/* See delete_engine.h. */
-int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
-	      size_t n, const struct de_hooks *hooks,
-	      const struct de_opts *opts, struct de_summary *sum)
+/* de_remove() of set number set (its reports say so). */
+static int remove_set(de_ctx *ctx, int dirfd, const struct de_target *targets,
+		      size_t n, const struct de_hooks *hooks,
+		      const struct de_opts *opts, struct de_summary *sum,
+		      unsigned set)
 {
 	struct de__node *r;
 	struct de__global g;
@@ -1111,12 +1126,13 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	if (rc)
 		return rc;
 	reset_run(ctx, hooks, opts);
-	rc = new_root(ctx, dirfd, &r);
+	rc = new_root(ctx, NULL, dirfd, &r);
 	if (rc)
 		return rc;
+	r->set = set;
 	ctx->run.root = r;
 	plan_run(ctx, r->fstype);
-	rc = add_targets(ctx, dirfd, targets, n);
+	rc = add_targets(ctx, r, dirfd, targets, n, ctx->run.global);
 	if (rc) {
 		de__node_free(ctx, r);
 		ctx->run.root = NULL;
@@ -1125,7 +1141,8 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	if (ctx->run.serial)
 		de__prepare_serial(ctx, r);
 	else if (ctx->run.global && ctx->run.ordered)
-		batch = batch_start(ctx, r, &g, &b);
+		batch = batch_start(ctx, r, &g, &b,
+				    ctx->cfg.schedule == DE_SCHED_AUTO);
 	else if (ctx->run.global)
 		run_global(ctx, r);
 	else
@@ -1139,5 +1156,161 @@ int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
 	}
 	else
 		drain_events(ctx);
+	return end_run(ctx, r, sum);
+}
+
+/* See delete_engine.h. */
+int de_remove(de_ctx *ctx, int dirfd, const struct de_target *targets,
+	      size_t n, const struct de_hooks *hooks,
+	      const struct de_opts *opts, struct de_summary *sum)
+{
+	return remove_set(ctx, dirfd, targets, n, hooks, opts, sum, 0);
+}
+
+static void add_summary(struct de_summary *to, const struct de_summary *s)
+{
+	int t;
+
+	for (t = 0; t < DE_T_COUNT; t++)
+		to->removed[t] += s->removed[t];
+	to->removed_total += s->removed_total;
+	to->failed += s->failed;
+	to->not_empty += s->not_empty;
+	to->skipped += s->skipped;
+	to->mounts += s->mounts;
+	to->kept += s->kept;
+	to->vanished += s->vanished;
+}
+
+/*
+ * de_remove_sets() as one call per set, the limit carried from one to
+ * the next.  A setup failure or a cancel ends it; -EDQUOT wins over -EIO
+ * as in one call.
+ */
+static int sets_in_turn(de_ctx *ctx, const struct de_set *sets, size_t n,
+			const struct de_hooks *hooks,
+			const struct de_opts *opts, struct de_summary *sum)
+{
+	struct de_opts o = { 0, -1 };
+	struct de_summary s, total;
+	int rc, worst = 0;
+	size_t k;
+
+	if (opts)
+		o = *opts;
+	if (o.max_delete < 0)
+		o.max_delete = ctx->cfg.max_delete;
+	memset(&total, 0, sizeof(total));
+	for (k = 0; k < n; k++) {
+		rc = remove_set(ctx, sets[k].dirfd, sets[k].targets, sets[k].n,
+				hooks, &o, &s, (unsigned)k);
+		if (rc && rc != -EIO && rc != -EDQUOT)
+			return rc;
+		add_summary(&total, &s);
+		if (rc == -EDQUOT || (rc == -EIO && !worst))
+			worst = rc;
+		/* What is left of the limit, the caller's takes counted. */
+		if (o.max_delete >= 0)
+			o.max_delete = ctx->run.limit_left > 0 ?
+				       ctx->run.limit_left : 0;
+	}
+	if (sum)
+		*sum = total;
+	return worst;
+}
+
+/*
+ * Whether de_remove_sets() is one run in the global schedule: more than
+ * one set, all on one device (one journal, one inode table), where the
+ * schedule is forced or the device's reads told a slow disk
+ * (de_note_read), and no hook decides entry by entry.  The plan
+ * (policy.c) has the last word, after the run is set up.
+ */
+static int sets_together(de_ctx *ctx, const struct de_set *sets, size_t n,
+			 const struct de_hooks *hooks,
+			 const struct de_opts *opts)
+{
+	struct de__st st;
+	dev_t dev = 0;
+	size_t k;
+
+	if (n < 2 || ctx->cfg.schedule == DE_SCHED_DIRS ||
+	    ((ctx->cfg.flags | (opts ? opts->flags : 0)) & DE_F_DRY_RUN) ||
+	    (hooks && (hooks->enter_dir || hooks->dispose || hooks->ask_dir)))
+		return 0;
+	for (k = 0; k < n; k++) {
+		if (sets[k].dirfd < 0 || (sets[k].n && !sets[k].targets) ||
+		    de__fstat(ctx, sets[k].dirfd, ".", &st))
+			return 0;
+		if (k && st.dev != dev)
+			return 0;
+		dev = st.dev;
+	}
+	return ctx->cfg.schedule == DE_SCHED_GLOBAL ||
+	       de__dev_slow(ctx, dev) == 1;
+}
+
+/* See delete_engine.h. */
+int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
+		   const struct de_hooks *hooks, const struct de_opts *opts,
+		   struct de_summary *sum)
+{
+	struct de__node *r, *b0 = NULL;
+	struct de__global g;
+	struct de__batch b;
+	size_t k;
+	int rc;
+
+	if (!ctx || (n && !sets))
+		return -EINVAL;
+	if (getpid() != ctx->pid)
+		return -ECHILD;
+	if (!sets_together(ctx, sets, n, hooks, opts))
+		return sets_in_turn(ctx, sets, n, hooks, opts, sum);
+	rc = de__ctx_start(ctx);
+	if (rc)
+		return rc;
+	reset_run(ctx, hooks, opts);
+	/* A root of its own holds the sets' directories, one entry each,
+	 * neither removed nor reported: the batch walk goes through them
+	 * in turn, and a batch spans them. */
+	r = de__node_new(ctx, NULL, "", 0, 0);
+	if (!r)
+		return -ENOMEM;
+	r->state = NS_SCANNED;
+	ctx->run.root = r;
+	for (k = 0; k < n && !rc; k++) {
+		struct de__node *c;
+
+		rc = de__add_ent(r, "", 0, 0, DE_T_DIR);
+		if (!rc)
+			rc = new_root(ctx, r, sets[k].dirfd, &c);
+		if (rc)
+			break;
+		c->set = (unsigned)k;
+		r->ents[k].done = 1;
+		r->ents[k].child = c;
+		rc = add_targets(ctx, c, sets[k].dirfd, sets[k].targets,
+				 sets[k].n, 1);
+		if (!k)
+			b0 = c;
+	}
+	if (!rc) {
+		r->dev = b0->dev;
+		r->fstype = b0->fstype;
+		ctx->run.ordered = 1;
+		plan_run(ctx, r->fstype);
+		if (!ctx->run.global || ctx->run.serial)
+			rc = 1;		/* the plan says not here */
+	}
+	if (rc) {
+		while (ctx->run.live)
+			de__node_free(ctx, ctx->run.live);
+		ctx->run.root = NULL;
+		return rc < 0 ? rc : sets_in_turn(ctx, sets, n, hooks, opts, sum);
+	}
+	if (batch_start(ctx, r, &g, &b, 0))
+		(void)ordered_walk(ctx, r, -1);
+	batch_end(ctx, r);
 	return end_run(ctx, r, sum);
 }

@@ -200,7 +200,7 @@ static int place_of(de_ctx *ctx, struct de__node *n)
 	struct de__st st;
 	int rc, pfd = -1, nfd = -1, zero = 0;
 
-	if (!p)
+	if (!p || n->base)
 		return 1;
 	rc = __atomic_load_n(&n->placed, __ATOMIC_ACQUIRE);
 	if (rc)

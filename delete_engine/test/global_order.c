@@ -87,8 +87,7 @@ static uint64_t ino_of(const char *name)
 /* tree/dNN/fNN_MMM, made in a shuffled order; tree/d00/hardlink. */
 static int shuffled_tree(int dfd)
 {
-	int order[NDIRS * NFILES], i, j, t;
-	unsigned seed = 7;
+	int order[NDIRS * NFILES], i;
 	char path[64];
 	struct stat st;
 
@@ -99,15 +98,7 @@ static int shuffled_tree(int dfd)
 		if (mkdirat(dfd, path, 0755))
 			return -1;
 	}
-	for (i = 0; i < NDIRS * NFILES; i++)
-		order[i] = i;
-	for (i = NDIRS * NFILES - 1; i > 0; i--) {
-		seed = seed * 1103515245u + 12345u;
-		j = (int)((seed >> 8) % (unsigned)(i + 1));
-		t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
+	t_shuffle(order, NDIRS * NFILES, 7);
 	ninos = 0;
 	for (i = 0; i < NDIRS * NFILES; i++) {
 		int d = order[i] / NFILES, f = order[i] % NFILES;

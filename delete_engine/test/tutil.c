@@ -507,3 +507,18 @@ int t_chain(int dfd, const char *name, const char *sub, int levels,
 	close(fd);
 	return dirs;
 }
+
+void t_shuffle(int *order, int n, unsigned seed)
+{
+	int i, j, t;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		seed = seed * 1103515245u + 12345u;
+		j = (int)((seed >> 8) % (unsigned)(i + 1));
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+}

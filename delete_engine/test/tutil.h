@@ -144,6 +144,9 @@ int t_remove_racing(void *(*racer)(void *), int dfd, const char *name,
 /* Seconds on the monotonic clock. */
 double t_now(void);
 
+/* order[0..n) = 0..n-1 in a shuffled order, the same for the same seed. */
+void t_shuffle(int *order, int n, unsigned seed);
+
 /*
  * de_remove(ctx, dfd, t, 1, h, NULL, sum), timed: *took is the seconds
  * it ran.  Returns de_remove's value.
