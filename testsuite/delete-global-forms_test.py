@@ -19,6 +19,14 @@ rsync-de, which sends it the deletion lines (its receiver is given
 --delete-schedule=global by a wrapper).  --max-delete below the tree's
 size stops at stock's first N entries, exit 25; that batch goes entry by
 entry, so only the output is compared there.
+
+A sync whose source lacks every other file of 12 directories, scattered,
+and adds one to each: with --delete (during), --delete-before, -after and
+-delay, quiet and -v, and from a stock client, the 84 files go in one
+ascending inode order across the directories, gathered, and the output is
+stock's (deletion lines in stock's order; other lines as a set, as the
+generator's and the receiver's lines interleave as they come).  With
+--max-delete the directories go one by one (many runs), exact.
 """
 
 import os
@@ -30,8 +38,7 @@ import subprocess
 
 from rsyncfns import RSYNC, SCRATCHDIR, SRCDIR, test_fail, test_skipped
 from forkfns import (
-    DELETE_LINE, STOCK_EQUIVALENT, assert_same_tree, diff, normalise,
-    normalise_err, require_stock, run,
+    STOCK_EQUIVALENT, age_tree, compare_same, diff, normalise, require_stock, run,
 )
 
 stock = require_stock()
@@ -61,6 +68,36 @@ def seed(base):
     return src, dst, inos
 
 
+def seed_sync(base):
+    """A sync's tree: base/dst, 12 directories of 15 files created in one
+    shuffled order, and base/src, a copy (cp -a) lacking every other file
+    of each directory, scattered through the tree, with one new file in
+    each directory to transfer.  Returns {file name: inode} of the 84
+    files the sync deletes."""
+    src, dst = base / 'src', base / 'dst'
+    names = [(d, f) for d in range(12) for f in range(15)]
+    random.Random(9).shuffle(names)
+    inos = {}
+    for d, f in names:
+        (dst / f'd{d}').mkdir(parents=True, exist_ok=True)
+        p = dst / f'd{d}' / f'x{d}_{f}'
+        p.write_text('x\n')
+        if f % 2:
+            inos[p.name] = os.lstat(p).st_ino
+    if run(['cp', '-a', str(dst), str(src)]).returncode:
+        test_fail('cp -a failed')
+    for d, f in names:
+        if f % 2:
+            (src / f'd{d}' / f'x{d}_{f}').unlink()
+    for d in range(12):
+        (src / f'd{d}' / 'new').write_text('n\n')
+    # Times of their own, as the trees of delete-differential have:
+    # whether -v names a directory must not hang on the clock.
+    age_tree(src)
+    age_tree(dst, 1_500_000_000)
+    return src, dst, inos
+
+
 def log_lines(path, dst):
     """A --log-file's lines without their date and pid."""
     if not path.exists():
@@ -70,13 +107,13 @@ def log_lines(path, dst):
             if not line.startswith(('building file list', 'sent ', 'total size'))]
 
 
-def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True):
+def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=seed):
     base = SCRATCHDIR / 'forms'
     shutil.rmtree(base, ignore_errors=True)
     results = {}
     for who in ('stock', 'fork'):
         work = base / who
-        src, dst, inos = seed(work)
+        src, dst, inos = shape(work)
         logf = work / 'log'
         o = [a.replace('LOG', str(logf)) for a in
              (stock_opts if who == 'stock' and stock_opts is not None else opts)]
@@ -101,23 +138,12 @@ def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True):
         p = run([str(a) for a in argv])
         results[who] = (dst, p, log_lines(logf, dst), trace, inos)
     (sdst, sp, slog, _, _), (fdst, fp, flog, trace, inos) = results['stock'], results['fork']
-    if sp.returncode != fp.returncode:
-        test_fail(f'{label}: exit {fp.returncode}, stock {sp.returncode}\n{fp.stderr}')
-    assert_same_tree(sdst, fdst, label)
-    so, fo = normalise(sp.stdout, str(sdst)), normalise(fp.stdout, str(fdst))
-    sdel = [line for line in so if line.startswith(DELETE_LINE)]
-    fdel = [line for line in fo if line.startswith(DELETE_LINE)]
-    if sdel != fdel:
-        test_fail(f'{label}: deletion lines differ:\n' + diff(sdel, fdel))
-    if sorted(so) != sorted(fo):
-        test_fail(f'{label}: stdout differs:\n' + diff(sorted(so), sorted(fo)))
-    se, fe = normalise_err(sp.stderr, str(sdst)), normalise_err(fp.stderr, str(fdst))
-    if se != fe:
-        test_fail(f'{label}: stderr differs:\n' + diff(se, fe))
+    compare_same(label, (sdst, sp), (fdst, fp))
     if slog != flog:
         test_fail(f'{label}: --log-file lines differ:\n' + diff(slog, flog))
     seq = [inos[m.group(1)] for m in
-           re.finditer(r'unlinkat\([^,]*, "(x\d+_\d+)"', trace.read_text())]
+           re.finditer(r'unlinkat\([^,]*, "(x\d+_\d+)"', trace.read_text())
+           if m.group(1) in inos]
     runs = 1 + sum(1 for a, b in zip(seq, seq[1:]) if b < a)
     if ordered_unlinks and (len(seq) != len(inos) or runs != 1):
         test_fail(f'{label}: {len(seq)} of {len(inos)} files unlinked, in {runs} '
@@ -137,3 +163,11 @@ one('--max-delete above', ['-av', '--delete', '--max-delete=1000'])
 one('--max-delete below', ['-av', '--delete', '--max-delete=50'], ordered_unlinks=False)
 one('stock client push -av', ['-av', '--delete'], push=True)
 one('stock client push, quiet', ['-a', '--delete'], push=True)
+
+# A sync: the entries of many directories, deleted together.
+for mode in ('--delete', '--delete-before', '--delete-after', '--delete-delay'):
+    one(f'sync -a {mode}', ['-a', mode], shape=seed_sync)
+    one(f'sync -av {mode}', ['-av', mode], shape=seed_sync)
+one('sync -ai --delete, a stock client pushing', ['-ai', '--delete'], push=True, shape=seed_sync)
+one('sync --max-delete: directory by directory', ['-av', '--delete', '--max-delete=1000'],
+    shape=seed_sync, ordered_unlinks=False)
