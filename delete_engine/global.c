@@ -512,13 +512,16 @@ int de__batch_full(const struct de__batch *b)
 }
 
 /*
- * Pin the directories of the batch, in the order the walk reached them,
- * and check that each is still in its place before anything of it is
- * removed (sched.c de__check_place).  The walk goes up the tree from one
- * run to the next, so each is reopened, if its fd was closed, as ".." of
- * the one before (node.c de__node_pin): a chain deeper than the fd budget
- * costs one openat a level, not a walk down from the root.  The last
- * batch's last directory is held for the first one (b->carry).
+ * Check that each directory of the batch is still in its place before
+ * anything of it is removed (sched.c de__check_place), first, while the
+ * batch holds no pins: under a tight fd limit a check needs fds of its
+ * own.  Then pin them, in the order the walk reached them.  The walk goes
+ * up the tree from one run to the next, so each is reopened, if its fd
+ * was closed, as ".." of the one before (node.c de__node_pin): a chain
+ * deeper than the fd budget costs one openat a level, not a walk down
+ * from the root.  The last batch's last directory is held for the first
+ * one (b->carry).  A pin that fails (EMFILE) leaves its run's files to
+ * the walk, which removes them one by one.
  */
 static void pin_runs(de_ctx *ctx, struct de__batch *b)
 {
@@ -526,13 +529,13 @@ static void pin_runs(de_ctx *ctx, struct de__batch *b)
 	int prev_fd = b->carry_fd;
 	size_t r;
 
+	for (r = 0; r < b->nruns; r++)
+		(void)de__check_place(ctx, b->runs[r].n);
 	for (r = 0; r < b->nruns; r++) {
 		struct de__brun *u = &b->runs[r];
 		int hint = prev && prev->parent == u->n ? prev_fd : -1;
 
 		u->fd = de__node_pin(ctx, u->n, hint);
-		if (u->fd >= 0)
-			(void)de__check_place(ctx, u->n);
 		prev = u->n;
 		prev_fd = u->fd;
 	}

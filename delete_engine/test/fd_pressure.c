@@ -2,7 +2,8 @@
  * rsync does: its sockets, logs and the target's directory), and the
  * engine still removes a deep and wide tree completely, in every mode:
  * its fd budget counts the fds really free, it runs fewer threads when
- * they are short, and on EMFILE it closes held fds or waits for one. */
+ * they are short, and on EMFILE it closes held fds or waits for one;
+ * in the global schedule too (forced, as on a slow disk). */
 #include "tutil.h"
 #include <sys/resource.h>
 
@@ -51,8 +52,14 @@ static int build(int dfd, const char *name)
  * 10, make's jobserver), and each one it missed left the engine one fd
  * fewer than the case says.
  */
-static int one(int dfd, rlim_t limit, int spare, unsigned flags, long long maxdel)
+static int one(int dfd, rlim_t limit, int spare, unsigned flags, long long maxdel,
+	       unsigned sched)
 {
+	struct de_config cfg = { .threads = 2, .flags = flags, .max_delete = maxdel,
+				 .schedule = sched };
+	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
+	struct de_hooks h = { .report = t_collect };
+	de_ctx *ctx = NULL;
 	struct rlimit old, rl;
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
@@ -73,11 +80,15 @@ static int one(int dfd, rlim_t limit, int spare, unsigned flags, long long maxde
 		nheld++;
 	CHECK(nheld == hold);
 	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-	rc = t_remove(dfd, "tree", 2, flags, maxdel, &rs, &sum);
+	h.arg = &rs;
+	rc = de_ctx_new(&ctx, &cfg);
+	if (rc == 0)
+		rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
+	de_ctx_free(ctx);
 	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
 	if (rc != 0 || sum.failed || t_exists(dfd, "tree"))
-		fprintf(stderr, "limit %lu spare %d flags %#x: rc %d, failed %llu\n",
-			(unsigned long)limit, spare, flags, rc,
+		fprintf(stderr, "limit %lu spare %d flags %#x schedule %u: rc %d, failed %llu\n",
+			(unsigned long)limit, spare, flags, sched, rc,
 			(unsigned long long)sum.failed);
 	for (k = 0; k < rs.n; k++)
 		if (rs.v[k].result != DE_R_REMOVED)
@@ -100,17 +111,25 @@ int test(int dfd)
 	int ret = T_FAIL;
 
 	/* 16 fds, 6 of them free (then 4, then 3). */
-	CHECK(one(dfd, 16, 6, 0, -1) == 0);
-	CHECK(one(dfd, 16, 6, DE_F_ORDERED, -1) == 0);
-	CHECK(one(dfd, 16, 4, 0, -1) == 0);
+	CHECK(one(dfd, 16, 6, 0, -1, 0) == 0);
+	CHECK(one(dfd, 16, 6, DE_F_ORDERED, -1, 0) == 0);
+	CHECK(one(dfd, 16, 4, 0, -1, 0) == 0);
 	/* Serial (the --max-delete and --backup mode).  The calling thread
 	 * removes a directory with three fds: the target's, the
 	 * directory's, and its parent's, reopened as "..".  With 3 free,
 	 * that open meets EMFILE whenever a scanning thread or an idle
 	 * held fd has the third; it must shed or wait, not fail (with 2
 	 * free, the deep entries fail with EMFILE, as they must). */
-	CHECK(one(dfd, 16, 4, 0, 1000000) == 0);
-	CHECK(one(dfd, 16, 3, 0, 1000000) == 0);
+	CHECK(one(dfd, 16, 4, 0, 1000000, 0) == 0);
+	CHECK(one(dfd, 16, 3, 0, 1000000, 0) == 0);
+	/* The global schedule, as on a slow disk: the unordered window, and
+	 * the batch walk (ordered, a limit), whose checks of where each
+	 * directory is come before its pins, and whose runs that cannot be
+	 * pinned go entry by entry. */
+	CHECK(one(dfd, 16, 4, 0, -1, DE_SCHED_GLOBAL) == 0);
+	CHECK(one(dfd, 16, 4, DE_F_ORDERED, -1, DE_SCHED_GLOBAL) == 0);
+	CHECK(one(dfd, 16, 3, DE_F_ORDERED, -1, DE_SCHED_GLOBAL) == 0);
+	CHECK(one(dfd, 16, 3, 0, 1000000, DE_SCHED_GLOBAL) == 0);
 	ret = T_PASS;
 out:
 	return ret;
