@@ -115,6 +115,62 @@ def slow_medians(path):
     return out
 
 
+# Every form of the command and a sync's deletions (issue 48): (label,
+# records, model, tree, sync fraction, rsync-de's peer, stock's peer).
+FORMS = 'bench/results/2026-12-05/forms-{}.jsonl'
+SYNCS = 'bench/results/2026-12-05/sync-{}.jsonl'
+FORM_CELLS = [
+    ('hdd: -av --delete empty/ t/', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-v', 'stock'),
+    ('hdd: --log-file', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-log', 'stock'),
+    ('hdd: --max-delete', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-maxdel', 'stock'),
+    ('hdd: a stock client pushing', FORMS, 'hdd', 'shuffled', 0, 'stock-push', 'stock'),
+    ('hdd: sync deleting 50%', SYNCS, 'hdd', 'shuffled', 0.5, 'sync-rsync-de', 'sync-stock'),
+    ('hdd: sync deleting 10%', SYNCS, 'hdd', 'shuffled', 0.1, 'sync-rsync-de', 'sync-stock'),
+    ('hdd: sync into a cp -al snapshot', SYNCS, 'hdd', 'snapshot', 0.5, 'sync-rsync-de',
+     'sync-stock'),
+    ('cloud: -av --delete empty/ t/', FORMS, 'cloud', 'shuffled', 0, 'rsync-de-v', 'stock'),
+    ('cloud: sync deleting 50%', SYNCS, 'cloud', 'shuffled', 0.5, 'sync-rsync-de', 'sync-stock'),
+]
+
+
+def form_medians():
+    """{(label, 'de'|'stock'): median seconds} of FORM_CELLS, from the
+    bench/slowdisk/bench.py --json records they name."""
+    runs = {}
+    for label, tmpl, model, tree, sync, de, stock in FORM_CELLS:
+        path = os.path.join(TOP, tmpl.format(model))
+        if not os.path.exists(path):
+            continue
+        for r in read_jsonl(path):
+            # The first sync records kept the fraction in `sync`
+            # (bench/results/2026-12-05/NOTES.md).
+            frac = r.get('sync_fraction', r.get('sync', 0) if r['peer'].startswith('sync-') else 0)
+            if r['model'] != model or r['tree'] != tree or frac != sync:
+                continue
+            for side, peer in (('de', de), ('stock', stock)):
+                if r['peer'] == peer:
+                    runs.setdefault((label, side), []).append(r['secs'])
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def chart_forms(plt, med, path, show):
+    labels = [c[0] for c in FORM_CELLS if (c[0], 'de') in med]
+    if not labels:
+        sys.exit('charts: no records of the forms and syncs')
+    series = [('rsync-de', '#1f77b4', [med.get((lb, 'de')) for lb in labels]),
+              ('rsync 3.5.1', '#aaaaaa', [med.get((lb, 'stock')) for lb in labels])]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.4))
+    bars(ax, labels, series, 'seconds, command + sync (lower is faster)', '{:.1f}')
+    ax.set_title('Slow disks (disk model): every form, and a sync, 40,000 files')
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize='small')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+    if show:
+        for lb in labels:
+            print(f'{path}: {lb}: rsync-de {med[(lb, "de")]:.1f} s, '
+                  f'stock {med.get((lb, "stock"), 0):.1f} s')
+
+
 def bars(ax, labels, series, xlabel, fmt, missing=''):
     """Grouped horizontal bars, each with its value written at its end.
 
@@ -200,6 +256,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     chart_local(plt, local_ratios(read_jsonl(a.local)), os.path.join(a.out, 'local.png'), a.print)
     chart_slow(plt, slow_medians(a.slowdisk), os.path.join(a.out, 'slowdisk.png'), a.print)
+    chart_forms(plt, form_medians(), os.path.join(a.out, 'forms.png'), a.print)
 
 
 if __name__ == '__main__':

@@ -47,6 +47,18 @@ The peers (--peers):
   --peer NAME=COMMAND adds one (repeatable): its words, with {t}, {d}
   and {empty} replaced, as `--peer 'before=build/against/SHA/rsync -r
   --delete-only {empty}/ {t}/'` for an earlier build beside this one.
+
+A sync (--sync F): the tree is also copied, with cp -a, to a source
+{src} outside the model (in /var/tmp), and a fraction F of its files,
+chosen at random across the directories, is removed there; the peers
+then sync the source into t, deleting the files it lacks, scattered
+through the tree, and passing over the rest:
+  sync-rsync-de        ./rsync -a --delete src/ t/
+  sync-rsync-de-v      the same with -v
+  sync-rsync-de-after  the same with --delete-after
+  sync-stock           ./rsync-stock -a --delete src/ t/
+  sync-stock-push      the stock client pushing it to ./rsync (lsh)
+A run must leave t as the source is.
 """
 
 import argparse
@@ -92,6 +104,12 @@ PEERS = {
     'stock-push': [str(TOP / 'rsync-stock'), '-a', '--delete', '-e', str(HERE / 'lsh'),
                    '--rsync-path=' + str(TOP / 'rsync'), '{empty}/', 'lh:{t}/'],
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
+    'sync-rsync-de': [str(TOP / 'rsync'), '-a', '--delete', '{src}/', '{t}/'],
+    'sync-rsync-de-v': [str(TOP / 'rsync'), '-av', '--delete', '{src}/', '{t}/'],
+    'sync-rsync-de-after': [str(TOP / 'rsync'), '-a', '--delete-after', '{src}/', '{t}/'],
+    'sync-stock': [str(TOP / 'rsync-stock'), '-a', '--delete', '{src}/', '{t}/'],
+    'sync-stock-push': [str(TOP / 'rsync-stock'), '-a', '--delete', '-e', str(HERE / 'lsh'),
+                        '--rsync-path=' + str(TOP / 'rsync'), '{src}/', 'lh:{t}/'],
     'rm': ['rm', '-rf', '{t}'],
     'find': ['find', '{t}', '-delete'],
     'find-keep': ['find', '{t}', '-mindepth', '1', '-delete'],
@@ -109,8 +127,23 @@ def sh(argv, **kw):
     return subprocess.run([str(a) for a in argv], check=True, **kw)
 
 
-def make_image(path, fs, tree, dirs, files, size):
-    """The image with the tree at w/d/t (and w/empty)."""
+def entries(root):
+    """Entries below root, directories and files."""
+    return sum(len(d) + len(f) for _, d, f in os.walk(root)) if os.path.exists(root) else 0
+
+
+def make_source(t, src, fraction):
+    """src: a cp -a copy of t without a random fraction of its files."""
+    import random
+    sh(['cp', '-a', t, src])
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs)
+    for f in random.Random(1).sample(files, int(len(files) * fraction)):
+        os.unlink(f)
+
+
+def make_image(path, fs, tree, dirs, files, size, src=None, fraction=0.0):
+    """The image with the tree at w/d/t (and w/empty), and for a sync
+    its source at src."""
     with open(path, 'wb') as fh:
         fh.truncate(size)
     sh(FS[fs] + [path], stdout=subprocess.DEVNULL)
@@ -128,13 +161,16 @@ def make_image(path, fs, tree, dirs, files, size):
         sh([mktree] + shuffle + shape + [dest], stdout=subprocess.DEVNULL)
         if tree == 'snapshot':
             sh(['cp', '-al', dest, w / 'd' / 't'])
+        if src:
+            make_source(w / 'd' / 't', src, fraction)
     finally:
         sh(['umount', mnt])
         os.rmdir(mnt)
 
 
-def one_run(img, model, peer, opts):
-    """Copy img, delete w/d/t through the model; returns a record."""
+def one_run(img, model, peer, opts, src=None):
+    """Copy img, delete w/d/t (or sync src into it) through the model;
+    returns a record."""
     run = img + '.run'
     sh(['cp', '--sparse=always', img, run])
     mnt = tempfile.mkdtemp(prefix='slowdisk-run-')
@@ -144,7 +180,8 @@ def one_run(img, model, peer, opts):
             try:
                 w = Path(mnt) / 'w'
                 t = w / 'd' / 't'
-                argv = [a.format(t=t, d=t.parent, empty=w / 'empty') for a in peer_argv(peer)]
+                argv = [a.format(t=t, d=t.parent, empty=w / 'empty', src=src)
+                        for a in peer_argv(peer)]
                 disk.reset()
                 t0 = time.monotonic()
                 p = subprocess.run(argv, capture_output=True, text=True)
@@ -152,7 +189,7 @@ def one_run(img, model, peer, opts):
                 sh(['sync', '-f', mnt])
                 t2 = time.monotonic()
                 st = disk.stats()
-                left = sum(len(d) + len(f) for _, d, f in os.walk(t)) if t.exists() else 0
+                left = entries(t)
             finally:
                 sh(['umount', mnt])
     finally:
@@ -172,7 +209,8 @@ def table(cell, names):
         if not rs:
             continue
         m = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
-        rel = [f'{med[n] / med[b]:.3f}' if b in med else '-' for b in ('rm', 'stock')]
+        rel = [f'{med[n] / med[b]:.3f}' if b in med else '-'
+               for b in ('rm', 'stock' if 'stock' in med else 'sync-stock')]
         lines.append(f'| {n} | {med[n]:.1f} | {min(r["secs"] for r in rs):.1f}-'
                      f'{max(r["secs"] for r in rs):.1f} | {rel[0]} | {rel[1]} | '
                      f'{m("writes"):.0f} | {m("write_bytes") / 2**20:.0f} | {m("reads"):.0f} | '
@@ -181,9 +219,11 @@ def table(cell, names):
 
 
 def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=None,
-             log=lambda line: print(line, file=sys.stderr, flush=True)):
+             log=lambda line: print(line, file=sys.stderr, flush=True), sync=0.0):
     """One cell: the tree made once, each peer deleting a copy of it
-    `runs` times, alternated.  Returns (records, a markdown section)."""
+    `runs` times, alternated (with sync, syncing a source that lacks
+    that fraction of its files into it).  Returns (records, a markdown
+    section)."""
     for n in names:
         if n not in PEERS and not n.startswith('de-global-w'):
             raise SystemExit(f'unknown peer {n}; known: {", ".join(PEERS)}')
@@ -193,14 +233,18 @@ def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=No
     img = os.path.join(work, 'tree.img')
     cell = {n: [] for n in names}
     title = (f'{" ".join([model] + opts)}, {fs}, {tree} {dirs} x {files}'
-             f' ({runs} rounds, peers alternated)')
+             + (f', a sync deleting {sync:.0%} of the files' if sync else '')
+             + f' ({runs} rounds, peers alternated)')
+    src = os.path.join(work, 'src') if sync else None
     try:
-        make_image(img, fs, tree, dirs, files, nbytes)
+        make_image(img, fs, tree, dirs, files, nbytes, src, sync)
+        want_left = entries(src) if src else 0
         for rnd in range(runs):
             for n in (names if rnd % 2 == 0 else list(reversed(names))):
-                r = one_run(img, model, n, opts)
+                r = one_run(img, model, n, opts, src)
                 r.update(round=rnd, model=model, model_opts=opts, fs=fs, tree=tree,
-                         dirs=dirs, files=files)
+                         dirs=dirs, files=files, sync_fraction=sync)
+                r['left'] -= want_left
                 log(f'{title}: round {rnd} {n}: {r["secs"]:.1f} s (sync {r["sync"]:.1f}), '
                     f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks')
                 if r['rc'] or r['left']:
@@ -212,6 +256,8 @@ def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=No
     finally:
         if os.path.exists(img):
             os.unlink(img)
+        if src:
+            sh(['rm', '-rf', src])
         os.rmdir(work)
     return cell, f'\n### {title}\n\n' + table(cell, names) + '\n'
 
@@ -228,6 +274,8 @@ def main():
     ap.add_argument('--peers', default='rsync-de,rm,stock,find')
     ap.add_argument('--peer', action='append', default=[], metavar='NAME=COMMAND',
                     help='one more peer: COMMAND with {t}, {d}, {empty}')
+    ap.add_argument('--sync', type=float, default=0.0, metavar='F',
+                    help='sync a source lacking this fraction of the files (sync-* peers)')
     ap.add_argument('--runs', type=int, default=3)
     ap.add_argument('--json', default=None)
     ap.add_argument('--out', default=None)
@@ -240,7 +288,8 @@ def main():
             sys.exit(f'bench/slowdisk/bench.py: --peer {spec!r}: want a new NAME=COMMAND')
         PEERS[name] = shlex.split(cmd)
     _, text = run_cell(a.model, [o for o in a.model_opts.split(',') if o], a.fs, a.tree,
-                       a.dirs, a.files, a.size, a.peers.split(','), a.runs, a.json)
+                       a.dirs, a.files, a.size, a.peers.split(','), a.runs, a.json,
+                       sync=a.sync)
     print(text)
     if a.out:
         with open(a.out, 'a') as fh:
