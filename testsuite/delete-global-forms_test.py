@@ -25,7 +25,10 @@ and adds one to each: with --delete (during), --delete-before, -after and
 -delay, quiet and -v, and from a stock client, the 84 files go in one
 ascending inode order across the directories, gathered, and the output is
 stock's (deletion lines in stock's order; other lines as a set, as the
-generator's and the receiver's lines interleave as they come).  With
+generator's and the receiver's lines interleave as they come).  The one
+order that changes is pinned: with --delete-during and --log-file, the
+destination's own line (its new time, .d..t......) comes before its
+gathered deletions, where stock logs it after them.  With
 --max-delete the directories go one by one (many runs), exact.
 """
 
@@ -65,6 +68,11 @@ def seed(base):
         p = dst / f'gone{d}' / f'x{d}_{f}'
         p.write_text('x\n')
         inos[p.name] = os.lstat(p).st_ino
+    # Times of their own, as the trees of delete-differential have:
+    # whether rsync names a directory whose time it sets (-v, -i, a log)
+    # must not hang on the clock's second.
+    age_tree(src)
+    age_tree(dst, 1_500_000_000)
     return src, dst, inos
 
 
@@ -91,8 +99,7 @@ def seed_sync(base):
             (src / f'd{d}' / f'x{d}_{f}').unlink()
     for d in range(12):
         (src / f'd{d}' / 'new').write_text('n\n')
-    # Times of their own, as the trees of delete-differential have:
-    # whether -v names a directory must not hang on the clock.
+    # Times of their own, as in seed().
     age_tree(src)
     age_tree(dst, 1_500_000_000)
     return src, dst, inos
@@ -107,7 +114,8 @@ def log_lines(path, dst):
             if not line.startswith(('building file list', 'sent ', 'total size'))]
 
 
-def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=seed):
+def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=seed,
+        gathered_log=None):
     base = SCRATCHDIR / 'forms'
     shutil.rmtree(base, ignore_errors=True)
     results = {}
@@ -139,8 +147,17 @@ def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=se
         results[who] = (dst, p, log_lines(logf, dst), trace, inos)
     (sdst, sp, slog, _, _), (fdst, fp, flog, trace, inos) = results['stock'], results['fork']
     compare_same(label, (sdst, sp), (fdst, fp))
-    if slog != flog:
+    # A log holds the generator's lines alone: the deletion lines in
+    # stock's order, and every line stock logs.  Gathered deletions come
+    # later than stock's: with --delete-during after the line of the
+    # directory's own new time (rsync.1, --delete-schedule).
+    sdel, fdel = ([x for x in log if x.startswith('*deleting')] for log in (slog, flog))
+    if sdel != fdel or sorted(slog) != sorted(flog):
         test_fail(f'{label}: --log-file lines differ:\n' + diff(slog, flog))
+    if gathered_log and not (fdel and flog.index(gathered_log) < flog.index(fdel[0])
+                             and slog.index(gathered_log) > slog.index(sdel[0])):
+        test_fail(f'{label}: the log does not show the deletions gathered '
+                  f'after {gathered_log!r}:\n' + diff(slog, flog))
     seq = [inos[m.group(1)] for m in
            re.finditer(r'unlinkat\([^,]*, "(x\d+_\d+)"', trace.read_text())
            if m.group(1) in inos]
@@ -156,7 +173,7 @@ one('-av --delete-after', ['-av', '--delete-after'])
 one('-av --delete-delay', ['-av', '--delete-delay'])
 one('-ai --delete', ['-ai', '--delete'])
 one('--delete-only -v', ['--delete-only', '-v'], stock_opts=STOCK_EQUIVALENT + ['-v'])
-one('--log-file', ['-a', '--delete', '--log-file=LOG'])
+one('--log-file', ['-a', '--delete', '--log-file=LOG'], gathered_log='.d..t...... ./')
 one('--out-format', ['-a', '--delete', '--out-format=%o %n'])
 one('--stats', ['-a', '--delete', '--stats'])
 one('--max-delete above', ['-av', '--delete', '--max-delete=1000'])
