@@ -159,12 +159,8 @@ def chart_forms(plt, med, path, show):
         sys.exit('charts: no records of the forms and syncs')
     series = [('rsync-de', '#1f77b4', [med.get((lb, 'de')) for lb in labels]),
               ('rsync 3.5.1', '#aaaaaa', [med.get((lb, 'stock')) for lb in labels])]
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.4))
-    bars(ax, labels, series, 'seconds, command + sync (lower is faster)', '{:.1f}')
-    ax.set_title('Slow disks (disk model): every form, and a sync, 40,000 files')
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize='small')
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+    seconds_chart(plt, labels, series, 'seconds, command + sync (lower is faster)',
+                  'Slow disks (disk model): every form, and a sync, 40,000 files', path)
     if show:
         for lb in labels:
             print(f'{path}: {lb}: rsync-de {med[(lb, "de")]:.1f} s, '
@@ -191,6 +187,17 @@ def bars(ax, labels, series, xlabel, fmt, missing=''):
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     ax.grid(axis='x', alpha=0.3)
+
+
+def seconds_chart(plt, labels, series, xlabel, title, path):
+    """The slow-disk charts: seconds a bar, the legend below."""
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.4))
+    bars(ax, labels, series, xlabel, '{:.1f}')
+    ax.set_title(title)
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.15), ncol=len(series),
+              fontsize='small')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
 
 
 def chart_local(plt, ratios, path, show):
@@ -222,12 +229,8 @@ def chart_slow(plt, med, path, show):
     labels = [c[0] for c in cells]
     series = [(legend, colour, [med[c[1:]].get(peer) for c in cells])
               for peer, legend, colour in SLOW_PEERS]
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(cells) + 1.4))
-    bars(ax, labels, series, 'seconds, delete + sync (lower is faster)', '{:.1f}')
-    ax.set_title('Slow disks (disk model): 40,000 files, ext4, 4 MiB journal')
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.15), ncol=3, fontsize='small')
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+    seconds_chart(plt, labels, series, 'seconds, delete + sync (lower is faster)',
+                  'Slow disks (disk model): 40,000 files, ext4, 4 MiB journal', path)
     if show:
         for label, c in zip(labels, cells):
             print(f'{path}: {label}: ' + ', '.join(
