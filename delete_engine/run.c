@@ -589,10 +589,11 @@ static int walk_up(de_ctx *ctx, struct de__node *n, struct de__node *c,
 }
 
 /*
- * Remove (or not) entry i of n, its turn come in canonical order, and
- * report it: the serial walk's step, and the batch walk's, whose batch
- * unlinked most files already (serial_file() then only counts them).
- * A subdirectory's entry stands for its rmdir, its own entries done.
+ * The batch walk: remove (or not) entry i of n, its turn come in
+ * canonical order, and report it, as the serial walk does (serial_file(),
+ * serial_dir()); the batch unlinked most files already, which
+ * serial_file() then only counts.  A subdirectory's entry stands for its
+ * rmdir, its own entries done.
  */
 static void finish_ent(de_ctx *ctx, struct de__node *n, size_t i)
 {
