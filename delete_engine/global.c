@@ -464,44 +464,48 @@ int de__global_read(de_ctx *ctx, struct de__global *g)
 /* ---- The batch walk's batch (run.c) ------------------------------------ */
 
 /* See internal.h. */
-void de__batch_init(de_ctx *ctx, struct de__batch *b,
-		    const struct de__global *g)
+void de__batch_init(struct de__batch *b, const struct de__global *g)
 {
-	(void)ctx;
 	memset(b, 0, sizeof(*b));
 	b->ents_max = g->ents_max;
 	b->runs_max = g->dirs_max;
 	b->carry_fd = -1;
 }
 
+/* Room for one more element of size in *p, of *cap (first: the first
+ * capacity).  Returns 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t used, size_t size, size_t first)
+{
+	size_t c = *cap ? 2 * *cap : first;
+	void *q;
+
+	if (used < *cap)
+		return 0;
+	q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
 /* See internal.h. */
 int de__batch_add(struct de__batch *b, struct de__node *n, size_t i)
 {
-	if (b->nv == b->vcap) {
-		size_t cap = b->vcap ? 2 * b->vcap : 256;
-		struct de__bitem *v = realloc(b->v, cap * sizeof(*v));
+	int new_run = !b->nruns || b->runs[b->nruns - 1].n != n;
 
-		if (!v)
-			return -ENOMEM;
-		b->v = v;
-		b->vcap = cap;
-	}
-	if (!b->nruns || b->runs[b->nruns - 1].n != n) {
-		if (b->nruns == b->rcap) {
-			size_t cap = b->rcap ? 2 * b->rcap : 64;
-			struct de__brun *r = realloc(b->runs, cap * sizeof(*r));
-
-			if (!r)
-				return -ENOMEM;
-			b->runs = r;
-			b->rcap = cap;
-		}
+	if (grow((void **)&b->v, &b->vcap, b->nv, sizeof(*b->v), 256) < 0 ||
+	    (new_run && grow((void **)&b->runs, &b->rcap, b->nruns,
+			     sizeof(*b->runs), 64) < 0))
+		return -ENOMEM;
+	if (new_run) {
 		b->runs[b->nruns].n = n;
 		b->runs[b->nruns++].fd = -1;
 	}
 	b->v[b->nv].n = n;
 	b->v[b->nv].i = (uint32_t)i;
 	b->v[b->nv++].run = (uint32_t)(b->nruns - 1);
+	b->ndirs += n->ents[i].child != NULL;
 	return 0;
 }
 
@@ -615,13 +619,8 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b)
  */
 static int within_limit(const de_ctx *ctx, const struct de__batch *b)
 {
-	size_t k, dirs = 0;
-
-	if (ctx->run.limit_left < 0)
-		return 1;
-	for (k = 0; k < b->nv; k++)
-		dirs += b->v[k].n->ents[b->v[k].i].child != NULL;
-	return (long long)(b->nv + dirs) <= ctx->run.limit_left;
+	return ctx->run.limit_left < 0 ||
+	       (long long)(b->nv + b->ndirs) <= ctx->run.limit_left;
 }
 
 /* See internal.h. */
@@ -634,11 +633,11 @@ void de__batch_unlink(de_ctx *ctx, struct de__batch *b)
 }
 
 /* See internal.h. */
-void de__batch_done(de_ctx *ctx, struct de__batch *b)
+void de__batch_done(struct de__batch *b)
 {
-	(void)ctx;
 	b->nv = 0;
 	b->nruns = 0;
+	b->ndirs = 0;
 }
 
 /* See internal.h. */

@@ -476,12 +476,12 @@ struct de__batch {
 	size_t nv, vcap;
 	struct de__brun *runs;
 	size_t nruns, rcap;
+	size_t ndirs;			/* entries of v that are directories */
 	size_t ents_max, runs_max;
 	struct de__node *carry;
 	int carry_fd;
 };
-void de__batch_init(de_ctx *ctx, struct de__batch *b,
-		    const struct de__global *g);
+void de__batch_init(struct de__batch *b, const struct de__global *g);
 int de__batch_add(struct de__batch *b, struct de__node *n, size_t i);
 int de__batch_full(const struct de__batch *b);
 /* Pin the batch's directories and unlink its files in one inode order,
@@ -489,7 +489,7 @@ int de__batch_full(const struct de__batch *b);
  * removals, and every report, in canonical order, and calls
  * de__batch_done(). */
 void de__batch_unlink(de_ctx *ctx, struct de__batch *b);
-void de__batch_done(de_ctx *ctx, struct de__batch *b);
+void de__batch_done(struct de__batch *b);
 void de__batch_free(de_ctx *ctx, struct de__batch *b);
 
 /*

@@ -624,7 +624,7 @@ static void batch_flush(de_ctx *ctx)
 	de__batch_unlink(ctx, b);
 	for (k = 0; k < b->nv && !de__cancelled(ctx); k++)
 		finish_ent(ctx, b->v[k].n, b->v[k].i);
-	de__batch_done(ctx, b);
+	de__batch_done(b);
 }
 
 /* The batch walk passes entry i of n: into the batch, which is removed
@@ -639,7 +639,7 @@ static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
 			/* Nothing held, not even the last one's pin,
 			 * which finish_ent() may free. */
 			de__batch_free(ctx, b);
-			de__batch_init(ctx, b, ctx->run.gwin);
+			de__batch_init(b, ctx->run.gwin);
 			finish_ent(ctx, n, i);
 			return;
 		}
@@ -837,7 +837,7 @@ static int batch_start(de_ctx *ctx, struct de__node *r,
 		}
 		return 0;
 	}
-	de__batch_init(ctx, b, g);
+	de__batch_init(b, g);
 	ctx->run.batch = b;
 	return 1;
 }
