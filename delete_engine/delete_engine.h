@@ -51,6 +51,17 @@ enum de_type {
 					 * device not to leave is each
 					 * target's own, not dirfd's (rm's
 					 * --one-file-system) */
+/*
+ * The enter_dir, leave_dir and dispose hooks may run ahead of the reports
+ * (de_opts.flags only), so that a run with them can take the global
+ * schedule: enter_dir and leave_dir as the engine reads the tree, still
+ * depth first in canonical order and properly nested, and dispose for
+ * the files of many directories in one inode order.  Reports keep their
+ * order; the hooks must not depend on them.  Where the schedule is not
+ * global, or the first reads are fast (DE_SCHED_AUTO), removals are
+ * serial, as without the flag.
+ */
+#define DE_F_HOOKS_AHEAD	0x1000u
 /* 0x0010-0x0020 and 0x0080-0x0400: measuring overrides, in
  * delete_engine_test.h. */
 
@@ -145,7 +156,7 @@ enum de_result {
 	DE_R_SKIPPED,		/* after max_delete: left in place */
 	DE_R_MOUNT,		/* mount point: not entered, kept */
 	DE_R_OTHER_FS,		/* other fs with DE_F_ONE_FILE_SYSTEM: kept */
-	DE_R_KEPT,		/* the enter_dir hook said DE_A_KEEP */
+	DE_R_KEPT,		/* a hook said DE_A_KEEP */
 	DE_R_DONE,		/* the enter_dir hook said DE_A_DONE */
 	DE_R_VANISHED		/* already gone (ENOENT): nothing to do; op is
 				 * DE_OP_STAT when the lstat of a target found
@@ -160,7 +171,8 @@ struct de_report {
 	enum de_op op;		/* DE_R_FAILED: what failed; DE_R_REMOVED:
 				 * DE_OP_OPEN for a directory that could
 				 * not be opened, empty, removed by rmdir */
-	int err;		/* with op: positive errno */
+	int err;		/* with op: positive errno; DE_R_KEPT:
+				 * the dispose hook's errno, or 0 */
 	int dry_run;		/* 1: nothing was actually removed */
 	unsigned set;		/* de_remove_sets(): the set whose dirfd
 				 * path is relative to; 0 for de_remove() */
@@ -216,11 +228,13 @@ struct de_hooks {
 	 * DE_A_DONE when the caller disposed of the entry relative to dirfd
 	 * (rsync: renamed it into a backup; reported DE_R_DONE and counted
 	 * as removed), DE_A_DELETE to have the engine unlink it as usual, or
-	 * DE_A_KEEP to leave it (a failure the caller has reported itself:
-	 * reported DE_R_KEPT, and its directories are kept).  It is called in
-	 * a dry run too, where it must change nothing.  Setting this hook
+	 * DE_A_KEEP to leave it (reported DE_R_KEPT, with err the errno the
+	 * hook left, 0 if it set none: a failure the report hook can then
+	 * name in canonical order; its directories are kept).  It is called
+	 * in a dry run too, where it must change nothing.  Setting this hook
 	 * makes removals serial: the calling thread makes each one in order,
-	 * while workers read directories ahead.
+	 * while workers read directories ahead (or, with DE_F_HOOKS_AHEAD in
+	 * the global schedule, in each batch's inode order).
 	 */
 	enum de_action (*dispose)(void *arg, int dirfd, const char *name,
 				  const char *relpath, enum de_type type);
@@ -295,9 +309,10 @@ void de_ctx_free(de_ctx *ctx);
  * reports, or a limit per call, holds one context (and one pool).
  */
 struct de_opts {
-	unsigned flags;		/* DE_F_ORDERED, DE_F_DRY_RUN: added to the
-				 * context's flags for this call (others
-				 * are ignored) */
+	unsigned flags;		/* DE_F_ORDERED, DE_F_DRY_RUN,
+				 * DE_F_HOOKS_AHEAD: added to the context's
+				 * flags for this call (others are
+				 * ignored) */
 	long long max_delete;	/* >= 0: this call's limit (de_limit_take()
 				 * counts against it); < 0: the context's
 				 * de_config.max_delete */

@@ -124,19 +124,47 @@ static int win_add(struct de__global *g, struct de__node *n, int fd)
 }
 
 /*
+ * A stack entry that stands for the leave_dir hook of a directory whose
+ * enter_dir the reader called (read_window): it sits below the
+ * directory's children, so it comes up once they all are read.
+ */
+static struct de__node *leave_mark(struct de__node *n)
+{
+	return (struct de__node *)((uintptr_t)n | 1);
+}
+
+static struct de__node *marked(const struct de__node *s)
+{
+	return (uintptr_t)s & 1 ?
+	       (struct de__node *)((uintptr_t)s & ~(uintptr_t)1) : NULL;
+}
+
+/* Call the leave_dir hooks that came up on the stack. */
+static void leave_read(de_ctx *ctx, struct de__global *g)
+{
+	struct de__node *n;
+
+	while (g->nstack && (n = marked(g->stack[g->nstack - 1]))) {
+		g->nstack--;
+		de__leave_dir(ctx, n);
+	}
+}
+
+/*
  * Make n's child nodes and push them, last first, so that the first is
- * read next (depth first, in listing order).  Without memory for the
- * stack, n's directories fail with ENOMEM, as when sched.c cannot make a
- * node.
+ * read next (depth first, in listing order), above n's leave mark if the
+ * reader entered n.  Without memory for the stack, n's directories fail
+ * with ENOMEM, as when sched.c cannot make a node, and n is left now.
  */
 static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 {
 	size_t i, dirs = 0;
+	int mark = n->hooked == DE__HOOK_ENTERED;
 
 	for (i = 0; i < n->nents; i++)
 		dirs += n->ents[i].type == DE_T_DIR && !n->ents[i].done &&
 			n->ents[i].action == DE_A_DELETE;
-	if (reserve(g, dirs) < 0) {
+	if (reserve(g, dirs + (size_t)mark) < 0) {
 		for (i = 0; i < n->nents; i++) {
 			struct de__ent *e = &n->ents[i];
 
@@ -149,8 +177,13 @@ static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 			e->done = 1;
 			de__node_keep(ctx, n);
 		}
+		if (mark)
+			de__leave_dir(ctx, n);
+		mark = 0;
 	}
 	de__make_children(ctx, n);
+	if (mark)
+		g->stack[g->nstack++] = leave_mark(n);
 	for (i = n->nents; i-- > 0;)
 		if (n->ents[i].child)
 			g->stack[g->nstack++] = n->ents[i].child;
@@ -294,7 +327,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	size_t k;
 
 	unpin_window(ctx, g);
-	if (ctx->run.ordered && ctx->run.limit_left >= 0) {
+	if (ctx->run.ordered && de__serial_after_global(ctx)) {
+		/* The walk leaves what the reader entered and did not. */
 		for (k = 0; k < g->nwin; k++)
 			g->win[k]->early = 1;
 		g->nstack = g->nwin = 0;
@@ -315,7 +349,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	    (last->nents > DE__PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
-		de__schedule(ctx, g->stack[k]);
+		if (!marked(g->stack[k]))
+			de__schedule(ctx, g->stack[k]);
 	/*
 	 * The window's files go ahead of the directories, in window order.
 	 * Behind them, each worker would push a directory's children in
@@ -363,12 +398,18 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 {
 	int batch = ctx->run.ordered;
 
-	while (g->nstack && g->ents < g->ents_max && g->nwin < g->dirs_max &&
-	       g->blocks < g->blocks_max && g->probing >= 0 &&
-	       !(batch && de__cancelled(ctx))) {
-		struct de__node *n = g->stack[--g->nstack];
-		uint64_t t0 = g->probing ? de__now_ns() : 0;
+	for (;;) {
+		struct de__node *n;
+		uint64_t t0;
 		int pinned, fd = NO_PIN;
+
+		leave_read(ctx, g);
+		if (!(g->nstack && g->ents < g->ents_max &&
+		      g->nwin < g->dirs_max && g->blocks < g->blocks_max &&
+		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
+			break;
+		n = g->stack[--g->nstack];
+		t0 = g->probing ? de__now_ns() : 0;
 
 		de__node_running(ctx, n);
 		pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
@@ -387,6 +428,11 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 			de__phase2(ctx, n, pinned);
 			continue;
 		}
+		/* The enter_dir hook decides which children are made.  The
+		 * reads go in the walk's order, so the hooks are called in
+		 * it, ahead of the removals (DE_F_HOOKS_AHEAD). */
+		if (batch && ctx->run.hookmode)
+			de__enter_dir(ctx, n);
 		descend(ctx, g, n);
 		if (pinned) {
 			de__lock(ctx);
@@ -575,8 +621,9 @@ static void unpin_runs(de_ctx *ctx, struct de__batch *b)
 	}
 }
 
-/* The batch's files in one inode order, through its runs' pins. */
-static void unlink_files(de_ctx *ctx, struct de__batch *b)
+/* The batch's files in one inode order, through its runs' pins, each
+ * removed by fn (run.c remove_file: the dispose hook or an unlink). */
+static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 {
 	struct gent *v;
 	size_t nv = 0, k;
@@ -601,7 +648,7 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b)
 	for (k = 0; k < nv && !de__cancelled(ctx); k++) {
 		struct de__ent *e = &v[k].n->ents[v[k].i];
 
-		if (de__unlink_ent(ctx, v[k].n, b->runs[v[k].k].fd, e, 1))
+		if (fn(ctx, v[k].n, b->runs[v[k].k].fd, e))
 			de__node_keep(ctx, v[k].n);
 		else if (e->res == DE_R_REMOVED && ctx->run.limit_left > 0)
 			ctx->run.limit_left--;
@@ -615,20 +662,23 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b)
  * canonical order (the walk), which stops exactly at the limit.  Room is
  * kept for one removal the caller makes itself for each directory
  * (de_limit_take() from a report: rsync retries the rmdir of one the
- * engine kept), as its report comes after the batch's removals.
+ * engine kept), as its report comes after the batch's removals.  The
+ * dispose hook may take any number (rsync: what a backup deletes in its
+ * way), so with it a limit goes entry by entry.
  */
 static int within_limit(const de_ctx *ctx, const struct de__batch *b)
 {
 	return ctx->run.limit_left < 0 ||
-	       (long long)(b->nv + b->ndirs) <= ctx->run.limit_left;
+	       (!ctx->run.hooks->dispose &&
+		(long long)(b->nv + b->ndirs) <= ctx->run.limit_left);
 }
 
 /* See internal.h. */
-void de__batch_unlink(de_ctx *ctx, struct de__batch *b)
+void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 {
 	pin_runs(ctx, b);
 	if (within_limit(ctx, b))
-		unlink_files(ctx, b);
+		unlink_files(ctx, b, fn);
 	unpin_runs(ctx, b);
 }
 

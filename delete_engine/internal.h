@@ -151,6 +151,8 @@ struct de__node {
 				 * phase 2 must not make them again */
 	int placed;		/* sched.c de__check_place (atomic): 0 not
 				 * checked, 1 in its parent, 2 moved out */
+	int hooked;		/* DE__HOOK_*: enter_dir/leave_dir called
+				 * (the calling thread; scan.c) */
 	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
 	/* The listing, in canonical order when ordered. */
@@ -390,6 +392,12 @@ unsigned de__pace_rate(de_ctx *ctx);
 struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 			      const char *name, size_t len, uint64_t ino);
 void de__node_free(de_ctx *ctx, struct de__node *n);
+/*
+ * Build n's path relative to dirfd into ctx->pbuf (the calling thread's),
+ * with room for extra more bytes and a NUL.  Returns its length or -1 on
+ * ENOMEM.
+ */
+long de__node_path(de_ctx *ctx, const struct de__node *n, size_t extra);
 int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd);
 void de__node_unpin(de_ctx *ctx, struct de__node *n);
 int de__unpin_locked(de_ctx *ctx, struct de__node *n);
@@ -400,6 +408,13 @@ void de__signal(de_ctx *ctx);
 /* scan.c: reading one directory */
 #define DE__SCAN_FINISH	2
 int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+/* The enter_dir and leave_dir hooks for n, each at most once, on the
+ * calling thread (n->hooked). */
+#define DE__HOOK_NONE		0
+#define DE__HOOK_ENTERED	1
+#define DE__HOOK_DONE		2	/* left, or never to be left */
+void de__enter_dir(de_ctx *ctx, struct de__node *n);
+void de__leave_dir(de_ctx *ctx, struct de__node *n);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
 
@@ -484,11 +499,15 @@ struct de__batch {
 void de__batch_init(struct de__batch *b, const struct de__global *g);
 int de__batch_add(struct de__batch *b, struct de__node *n, size_t i);
 int de__batch_full(const struct de__batch *b);
-/* Pin the batch's directories and unlink its files in one inode order,
- * unless that could pass the limit; the walk then makes the rest of the
- * removals, and every report, in canonical order, and calls
+/* Removes file e of n through n's pinned fd (sets e's result); returns
+ * whether n keeps something. */
+typedef int (*de__file_fn)(de_ctx *ctx, struct de__node *n, int fd,
+			   struct de__ent *e);
+/* Pin the batch's directories and remove its files with fn in one inode
+ * order, unless that could pass the limit; the walk then makes the rest
+ * of the removals, and every report, in canonical order, and calls
  * de__batch_done(). */
-void de__batch_unlink(de_ctx *ctx, struct de__batch *b);
+void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn);
 void de__batch_done(struct de__batch *b);
 void de__batch_free(de_ctx *ctx, struct de__batch *b);
 
@@ -517,6 +536,7 @@ uint32_t *de__inode_order(struct de__node *n, size_t *count);
 /* policy.c */
 unsigned de__plan(de_ctx *ctx, long fstype);
 void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads);
+int de__serial_after_global(const de_ctx *ctx);
 int de__dino_is_stat(long fstype);
 int de__dino_from_layer(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);

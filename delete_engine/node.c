@@ -365,3 +365,47 @@ void de__node_unpin(de_ctx *ctx, struct de__node *n)
 		close(fd);
 }
 
+/*
+ * See internal.h.  Incremental: pbuf already starts with the path of pbuf_node, the node
+ * whose path was built last, so only the part below the deepest common
+ * ancestor of the two is written.  Reports come a directory at a time,
+ * from parent to child or child to parent, so that is one name, where
+ * building each path from the root would cost O(depth) per directory.
+ */
+long de__node_path(de_ctx *ctx, const struct de__node *n, size_t extra)
+{
+	const struct de__node *a = ctx->run.pbuf_node, *b = n, *m;
+	size_t len = n->pathlen, pos;
+
+	if (len + extra + 2 > ctx->pcap) {
+		size_t cap = (len + extra + 2) * 2;
+		char *p = realloc(ctx->pbuf, cap < 4096 ? 4096 : cap);
+
+		if (!p)
+			return -1;
+		ctx->pbuf = p;
+		ctx->pcap = cap < 4096 ? 4096 : cap;
+	}
+	/* The deepest common ancestor of n and pbuf_node (NULL: none known,
+	 * start from the root, whose path is empty). */
+	if (a) {
+		while (a->depth > b->depth)
+			a = a->parent;
+		while (b->depth > a->depth)
+			b = b->parent;
+		while (a != b) {
+			a = a->parent;
+			b = b->parent;
+		}
+	}
+	pos = len;
+	ctx->pbuf[pos] = 0;
+	for (m = n; m != a && m->parent; m = m->parent) {
+		pos -= m->namelen;
+		memcpy(ctx->pbuf + pos, m->name, m->namelen);
+		if (pos)
+			ctx->pbuf[--pos] = '/';
+	}
+	ctx->run.pbuf_node = n;
+	return (long)len;
+}

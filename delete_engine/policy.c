@@ -321,17 +321,19 @@ static int p2_help(de_ctx *ctx, long fstype)
  * for, or may pay, and not by itself where every request waits for a
  * server (latency_bound).  Ordered reports and a limit take the global
  * schedule as the batch walk (run.c), which keeps the canonical order of
- * reports and the limit's exactness without the serial walk; runs that
- * decide entry by entry when its turn comes (a dry run, the enter_dir,
- * dispose and ask_dir hooks) keep the serial or ordered walk.
- * Returns the workers the run wants; the caller fits them to the pool
- * and the fds, then calls de__plan_workers().
+ * reports and the limit's exactness without the serial walk, and so do
+ * the enter_dir and dispose hooks when they may run ahead of it
+ * (DE_F_HOOKS_AHEAD); runs that decide entry by entry when its turn
+ * comes (a dry run, ask_dir, and those hooks otherwise) keep the serial
+ * or ordered walk.  Returns the workers the run wants; the caller fits
+ * them to the pool and the fds, then calls de__plan_workers().
  */
 unsigned de__plan(de_ctx *ctx, long fstype)
 {
 	const struct de_hooks *h = ctx->run.hooks;
-	int per_entry = ctx->run.hookmode || h->dispose || h->ask_dir ||
-			(ctx->run.flags & DE_F_DRY_RUN);
+	int ahead = !!(ctx->run.flags & DE_F_HOOKS_AHEAD);
+	int per_entry = ((ctx->run.hookmode || h->dispose) && !ahead) ||
+			h->ask_dir || (ctx->run.flags & DE_F_DRY_RUN);
 
 	if (want_serial(ctx, fstype)) {
 		ctx->run.serial = 1;
@@ -341,12 +343,24 @@ unsigned de__plan(de_ctx *ctx, long fstype)
 	ctx->run.global = !per_entry &&
 		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
 		 (ctx->cfg.schedule == DE_SCHED_AUTO && !latency_bound(fstype)));
-	/* A limit alone made the run serial: the batch walk keeps it. */
+	/* A limit or the hooks alone made the run serial: the batch walk
+	 * keeps what they need. */
 	if (ctx->run.global)
 		ctx->run.serial = 0;
 	ctx->run.split_min = ctx->run.serial ? 0x7fffffff : 8192;
 	ctx->run.split_idle_min = ctx->run.serial ? 0x7fffffff : 256;
 	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
+}
+
+/*
+ * Whether a run in the global schedule goes on as a serial walk when it
+ * leaves it (the first reads were fast): with a limit, or hooks that the
+ * serial walk serves in canonical order.
+ */
+int de__serial_after_global(const de_ctx *ctx)
+{
+	return ctx->run.limit_left >= 0 || ctx->run.hookmode ||
+	       ctx->run.hooks->dispose != NULL;
 }
 
 /* With threads workers: phase 2's gate and whether a reader helps. */

@@ -34,54 +34,6 @@
 #define WIN_MAX 256u
 
 /*
- * Build n's path relative to dirfd into ctx->pbuf, with room for extra
- * more bytes and a NUL.  Returns its length or -1 on ENOMEM.
- *
- * Incremental: pbuf already starts with the path of pbuf_node, the node
- * whose path was built last, so only the part below the deepest common
- * ancestor of the two is written.  Reports come a directory at a time,
- * from parent to child or child to parent, so that is one name, where
- * building each path from the root would cost O(depth) per directory.
- */
-static long dir_path(de_ctx *ctx, const struct de__node *n, size_t extra)
-{
-	const struct de__node *a = ctx->run.pbuf_node, *b = n, *m;
-	size_t len = n->pathlen, pos;
-
-	if (len + extra + 2 > ctx->pcap) {
-		size_t cap = (len + extra + 2) * 2;
-		char *p = realloc(ctx->pbuf, cap < 4096 ? 4096 : cap);
-
-		if (!p)
-			return -1;
-		ctx->pbuf = p;
-		ctx->pcap = cap < 4096 ? 4096 : cap;
-	}
-	/* The deepest common ancestor of n and pbuf_node (NULL: none known,
-	 * start from the root, whose path is empty). */
-	if (a) {
-		while (a->depth > b->depth)
-			a = a->parent;
-		while (b->depth > a->depth)
-			b = b->parent;
-		while (a != b) {
-			a = a->parent;
-			b = b->parent;
-		}
-	}
-	pos = len;
-	ctx->pbuf[pos] = 0;
-	for (m = n; m != a && m->parent; m = m->parent) {
-		pos -= m->namelen;
-		memcpy(ctx->pbuf + pos, m->name, m->namelen);
-		if (pos)
-			ctx->pbuf[--pos] = '/';
-	}
-	ctx->run.pbuf_node = n;
-	return (long)len;
-}
-
-/*
  * Free node c (the emitter's; no one else frees nodes).  pbuf keeps its
  * prefix valid: if it held c's path, it now holds c's parent's, which is
  * still alive (a parent is freed only after its children).
@@ -206,7 +158,7 @@ static void report_ent(de_ctx *ctx, struct de__node *n, long dlen,
 
 static void report_self(de_ctx *ctx, struct de__node *c)
 {
-	if (!wanted(ctx, c->res) || dir_path(ctx, c, 0) < 0) {
+	if (!wanted(ctx, c->res) || de__node_path(ctx, c, 0) < 0) {
 		count(ctx, c->res, DE_T_DIR);	/* as in report_ent() */
 		return;
 	}
@@ -322,68 +274,68 @@ static void need_scanned(de_ctx *ctx, struct de__node *c)
 	pthread_mutex_unlock(&ctx->mu);
 }
 
-/* Call enter_dir for n; sets actions.  Non-zero return cancels. */
-static void call_enter(de_ctx *ctx, struct de__node *n)
-{
-	struct de_dirent *d = NULL;
-	size_t i;
-	int rc;
-
-	if (n->nents) {
-		d = malloc(n->nents * sizeof(*d));
-		if (!d) {
-			/* Cannot ask: keep everything. */
-			for (i = 0; i < n->nents; i++)
-				n->ents[i].action = DE_A_KEEP;
-			return;
-		}
-	}
-	for (i = 0; i < n->nents; i++) {
-		d[i].name = de__ent_name(n, &n->ents[i]);
-		d[i].type = (enum de_type)n->ents[i].type;
-		d[i].action = DE_A_DELETE;
-	}
-	if (dir_path(ctx, n, 0) < 0) {
-		free(d);
-		return;
-	}
-	rc = ctx->run.hooks->enter_dir(ctx->run.hooks->arg, ctx->pbuf, d, n->nents);
-	for (i = 0; i < n->nents; i++)
-		if (d[i].action == DE_A_KEEP || d[i].action == DE_A_DONE)
-			n->ents[i].action = (uint8_t)d[i].action;
-	free(d);
-	if (rc) {
-		pthread_mutex_lock(&ctx->mu);
-		__atomic_store_n(&ctx->run.cancel, 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&ctx->mu);
-	}
-}
-
 static void limit_take(de_ctx *ctx)
 {
 	if (ctx->run.limit_left > 0)
 		ctx->run.limit_left--;
 }
 
-/* Serial mode: ask the dispose hook about entry e of n, whose fd (pinned)
- * is fd. */
+/* Ask the dispose hook about entry e of n, whose fd (pinned) is fd.  A
+ * keep's errno (0 if the hook set none) goes into e->err for its report. */
 static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
-				   const struct de__ent *e, int fd)
+				   struct de__ent *e, int fd)
 {
-	long dlen = dir_path(ctx, n, e->len + 1);
+	long dlen = de__node_path(ctx, n, e->len + 1);
 	size_t pos = dlen > 0 ? (size_t)dlen + 1 : 0;
 	enum de_action a;
 
-	if (dlen < 0)
-		return DE_A_KEEP;	/* no memory for its name: keep it */
+	if (dlen < 0) {
+		e->err = ENOMEM;	/* no memory for its name: keep it */
+		return DE_A_KEEP;
+	}
 	if (pos)
 		ctx->pbuf[dlen] = '/';
 	memcpy(ctx->pbuf + pos, de__ent_name(n, e), e->len);
 	ctx->pbuf[pos + e->len] = 0;
+	errno = 0;
 	a = ctx->run.hooks->dispose(ctx->run.hooks->arg, fd,
 				    de__ent_name(n, e), ctx->pbuf,
 				    (enum de_type)e->type);
+	e->err = a == DE_A_KEEP ? errno : 0;
 	return a == DE_A_DONE || a == DE_A_KEEP ? a : DE_A_DELETE;
+}
+
+/*
+ * Remove (or not) the non-directory e of n through n's fd (pinned), its
+ * turn come: the dispose hook decides first, if set.  Returns whether n
+ * keeps something.  The serial walk's, and the batch's, in inode order
+ * (global.c de__batch_unlink).
+ */
+static int remove_file(de_ctx *ctx, struct de__node *n, int fd,
+		       struct de__ent *e)
+{
+	int dry = ctx->run.flags & DE_F_DRY_RUN;
+	enum de_action a = DE_A_DELETE;
+
+	if (ctx->run.hooks->dispose) {
+		/* The hook's rename (rsync: into a backup) takes the place of
+		 * the unlink, so it waits for the unlink's slot of
+		 * de_config.rate; a dry run, which unlinks nothing, is not
+		 * paced. */
+		if (!dry)
+			de__pace(ctx);
+		a = call_dispose(ctx, n, e, fd);
+	}
+	e->done = 1;
+	if (a != DE_A_DELETE) {
+		e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
+		return a == DE_A_KEEP;
+	}
+	if (dry) {
+		e->res = DE_R_REMOVED;
+		return 0;
+	}
+	return de__unlink_ent(ctx, n, fd, e, !ctx->run.hooks->dispose);
 }
 
 /* Serial mode: remove (or not) one non-directory entry of n.  nfd is n's
@@ -392,8 +344,7 @@ static enum de_action call_dispose(de_ctx *ctx, struct de__node *n,
 static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e,
 			int nfd)
 {
-	enum de_action a = DE_A_DELETE;
-	int fd, paced = 0, kept;
+	int fd, kept;
 
 	if (e->done) {
 		if (e->res == DE_R_DONE)
@@ -421,26 +372,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e,
 		kept = 1;
 		goto out;
 	}
-	if (ctx->run.hooks->dispose) {
-		/* The hook's rename (rsync: into a backup) takes the place of
-		 * the unlink, so it waits for the unlink's slot of
-		 * de_config.rate; a dry run, which unlinks nothing, is not
-		 * paced. */
-		if (!(ctx->run.flags & DE_F_DRY_RUN)) {
-			de__pace(ctx);
-			paced = 1;
-		}
-		a = call_dispose(ctx, n, e, fd);
-	}
-	if (a != DE_A_DELETE) {
-		e->res = a == DE_A_DONE ? DE_R_DONE : DE_R_KEPT;
-		kept = a == DE_A_KEEP;
-	} else if (ctx->run.flags & DE_F_DRY_RUN) {
-		e->res = DE_R_REMOVED;
-		kept = 0;
-	} else {
-		kept = de__unlink_ent(ctx, n, fd, e, !paced);
-	}
+	kept = remove_file(ctx, n, fd, e);
 	if (nfd < 0)
 		de__node_unpin(ctx, n);
 	if (e->res == DE_R_REMOVED || e->res == DE_R_DONE)
@@ -522,7 +454,7 @@ static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
 
 	if (fd < 0)
 		return 1;
-	if (dir_path(ctx, c, 0) >= 0)
+	if (de__node_path(ctx, c, 0) >= 0)
 		a = ctx->run.hooks->ask_dir(ctx->run.hooks->arg, fd, c->name,
 					    ctx->pbuf, rmdir);
 	if (nfd < 0)
@@ -607,7 +539,7 @@ static void finish_ent(de_ctx *ctx, struct de__node *n, size_t i)
 		free_node(ctx, c);
 	} else {
 		serial_file(ctx, n, e, -1);
-		report_ent(ctx, n, dir_path(ctx, n, e->len + 1), e);
+		report_ent(ctx, n, de__node_path(ctx, n, e->len + 1), e);
 	}
 	maybe_progress(ctx, 0);
 }
@@ -621,7 +553,7 @@ static void batch_flush(de_ctx *ctx)
 
 	if (!b->nv)
 		return;
-	de__batch_unlink(ctx, b);
+	de__batch_unlink(ctx, b, remove_file);
 	for (k = 0; k < b->nv && !de__cancelled(ctx); k++)
 		finish_ent(ctx, b->v[k].n, b->v[k].i);
 	de__batch_done(b);
@@ -657,18 +589,18 @@ static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
  */
 static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 {
-	int entered = 0;
 	long dlen;
 	size_t i;
 
 	if (n != ctx->run.root) {
-		if (ctx->run.hookmode && !de__cancelled(ctx)) {
-			call_enter(ctx, n);
-			entered = 1;
-		}
+		/* The batch walk's reader entered n as it read it (global.c
+		 * read_window); so did the first window of a run it handed
+		 * over. */
+		if (ctx->run.hookmode && !n->hooked && !de__cancelled(ctx))
+			de__enter_dir(ctx, n);
 		if (ctx->run.serial) {
 			de__prepare_serial(ctx, n);
-		} else if (ctx->run.hookmode) {
+		} else if (ctx->run.hookmode && !ctx->run.batch) {
 			pthread_mutex_lock(&ctx->mu);
 			n->p2sub = 1;
 			n->work.fn = de__p2task;
@@ -725,13 +657,12 @@ static int ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 				serial_file(ctx, n, e, nfd);
 			else
 				wait_state(ctx, n, NS_FILES);
-			dlen = dir_path(ctx, n, e->len + 1);
+			dlen = de__node_path(ctx, n, e->len + 1);
 			report_ent(ctx, n, dlen, e);
 		}
 		maybe_progress(ctx, 0);
 	}
-	if (entered && ctx->run.hooks->leave_dir && dir_path(ctx, n, 0) >= 0)
-		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
+	de__leave_dir(ctx, n);
 	if (ctx->run.batch && n == ctx->run.root)
 		batch_flush(ctx);
 	return nfd;
@@ -756,7 +687,7 @@ static void emit_queued(de_ctx *ctx)
 			ctx->run.ev_ents -= c->nents;
 		pthread_mutex_unlock(&ctx->mu);
 		if (mask & DE__EV_FILES) {
-			long dlen = dir_path(ctx, c, 256);
+			long dlen = de__node_path(ctx, c, 256);
 			size_t i;
 
 			for (i = 0; i < c->nents; i++)
@@ -829,9 +760,9 @@ static int batch_start(de_ctx *ctx, struct de__node *r,
 	if (de__global_read(ctx, g) < 0) {
 		ctx->run.gwin = NULL;
 		ctx->run.global = 0;
-		/* A limit: the serial walk, as planned without the global
-		 * schedule (policy.c de__plan). */
-		if (ctx->run.limit_left >= 0) {
+		/* A limit or hooks: the serial walk, as planned without
+		 * the global schedule (policy.c de__plan). */
+		if (de__serial_after_global(ctx)) {
 			ctx->run.serial = 1;
 			de__prepare_serial(ctx, r);
 		}
@@ -965,7 +896,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 	long long max_delete = ctx->cfg.max_delete;
 
 	if (opts) {
-		flags |= opts->flags & (DE_F_ORDERED | DE_F_DRY_RUN);
+		flags |= opts->flags &
+			 (DE_F_ORDERED | DE_F_DRY_RUN | DE_F_HOOKS_AHEAD);
 		if (opts->max_delete >= 0)
 			max_delete = opts->max_delete;
 	}

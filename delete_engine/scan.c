@@ -315,3 +315,54 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	de__unlock(ctx);
 	return pinned | (finish ? DE__SCAN_FINISH : 0);
 }
+
+/*
+ * The caller's enter_dir hook on n's listing (the calling thread): it
+ * sets each entry's action.  Without memory to ask, everything is kept:
+ * what the caller would protect must not go unasked.  A non-zero return
+ * cancels the run.  n->hooked records the call for de__leave_dir(), and
+ * for a walk that takes over from the reader (run.c ordered_walk): each
+ * directory is entered and left once, whoever gets there first.
+ */
+void de__enter_dir(de_ctx *ctx, struct de__node *n)
+{
+	struct de_dirent *d = NULL;
+	size_t i;
+	int rc;
+
+	if (n->nents)
+		d = malloc(n->nents * sizeof(*d));
+	if ((n->nents && !d) || de__node_path(ctx, n, 0) < 0) {
+		for (i = 0; i < n->nents; i++)
+			n->ents[i].action = DE_A_KEEP;
+		free(d);
+		n->hooked = DE__HOOK_DONE;	/* no leave_dir either */
+		return;
+	}
+	n->hooked = DE__HOOK_ENTERED;
+	for (i = 0; i < n->nents; i++) {
+		d[i].name = de__ent_name(n, &n->ents[i]);
+		d[i].type = (enum de_type)n->ents[i].type;
+		d[i].action = DE_A_DELETE;
+	}
+	rc = ctx->run.hooks->enter_dir(ctx->run.hooks->arg, ctx->pbuf, d, n->nents);
+	for (i = 0; i < n->nents; i++)
+		if (d[i].action == DE_A_KEEP || d[i].action == DE_A_DONE)
+			n->ents[i].action = (uint8_t)d[i].action;
+	free(d);
+	if (rc) {
+		pthread_mutex_lock(&ctx->mu);
+		__atomic_store_n(&ctx->run.cancel, 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&ctx->mu);
+	}
+}
+
+/* The leave_dir hook matching n's enter_dir, once. */
+void de__leave_dir(de_ctx *ctx, struct de__node *n)
+{
+	if (n->hooked != DE__HOOK_ENTERED)
+		return;
+	n->hooked = DE__HOOK_DONE;
+	if (ctx->run.hooks->leave_dir && de__node_path(ctx, n, 0) >= 0)
+		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
+}
