@@ -18,7 +18,11 @@ the tree's size, and a stock client pushing through a remote shell to
 rsync-de, which sends it the deletion lines (its receiver is given
 --delete-schedule=global by a wrapper).  --max-delete below the tree's
 size stops at stock's first N entries, exit 25; that batch goes entry by
-entry, so only the output is compared there.
+entry, so only the output is compared there.  --backup-dir (and --backup
+with its suffix, a protect rule, a failing backup directory) renames the
+180 files in one ascending inode order, and the backup is stock's too;
+with -vv, whose "backed up" lines would show that order, the backups go
+directory by directory.
 
 A sync whose source lacks every other file of 12 directories, scattered,
 and adds one to each: with --delete (during), --delete-before, -after and
@@ -142,11 +146,17 @@ def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=se
             argv = fork + o + ['--delete-schedule=global', f'{src}/', f'{dst}/']
         trace = work / 'strace'
         if who == 'fork':
-            argv = ['strace', '-f', '-qq', '-e', 'trace=unlinkat', '-o', str(trace)] + argv
+            argv = ['strace', '-f', '-qq', '-e', 'trace=unlinkat,renameat,renameat2',
+                    '-o', str(trace)] + argv
         p = run([str(a) for a in argv])
         results[who] = (dst, p, log_lines(logf, dst), trace, inos)
     (sdst, sp, slog, _, _), (fdst, fp, flog, trace, inos) = results['stock'], results['fork']
     compare_same(label, (sdst, sp), (fdst, fp))
+    # --backup-dir=../bk: beside the destination.
+    sbk, fbk = (sorted(str(q.relative_to(base / who / 'bk')) for q in (base / who / 'bk').rglob('*'))
+                for who in ('stock', 'fork'))
+    if sbk != fbk:
+        test_fail(f'{label}: the backup directories differ:\n' + diff(sbk, fbk))
     # A log holds the generator's lines alone: the deletion lines in
     # stock's order, and every line stock logs.  Gathered deletions come
     # later than stock's: with --delete-during after the line of the
@@ -159,13 +169,15 @@ def one(label, opts, push=False, stock_opts=None, ordered_unlinks=True, shape=se
         test_fail(f'{label}: the log does not show the deletions gathered '
                   f'after {gathered_log!r}:\n' + diff(slog, flog))
     seq = [inos[m.group(1)] for m in
-           re.finditer(r'unlinkat\([^,]*, "(x\d+_\d+)"', trace.read_text())
+           re.finditer(r'(?:unlinkat|renameat2?)\([^,]*, "(x\d+_\d+)"', trace.read_text())
            if m.group(1) in inos]
     runs = 1 + sum(1 for a, b in zip(seq, seq[1:]) if b < a)
-    if ordered_unlinks and (len(seq) != len(inos) or runs != 1):
-        test_fail(f'{label}: {len(seq)} of {len(inos)} files unlinked, in {runs} '
+    left = {f for _, _, fs in os.walk(fdst) for f in fs}
+    want = sum(1 for n in inos if n not in left)
+    if ordered_unlinks and (len(seq) != want or runs != 1):
+        test_fail(f'{label}: {len(seq)} of {want} files removed or moved, in {runs} '
                   'ascending inode runs: not the global schedule')
-    print(f'{label}: ok, {len(seq)} unlinks in {runs} run(s)')
+    print(f'{label}: ok, {len(seq)} unlinks or moves in {runs} run(s)')
 
 
 one('-av --delete', ['-av', '--delete'])
@@ -179,6 +191,16 @@ one('--stats', ['-a', '--delete', '--stats'])
 one('--max-delete above', ['-av', '--delete', '--max-delete=1000'])
 one('--max-delete below', ['-av', '--delete', '--max-delete=50'], ordered_unlinks=False)
 one('stock client push -av', ['-av', '--delete'], push=True)
+one('--backup-dir -av', ['-av', '--delete', '--backup', '--backup-dir=../bk'])
+one('--backup-dir, a protect rule', ['-a', '--delete', '--backup', '--backup-dir=../bk',
+                                     '--filter=P x3_*'])
+one('--backup -v, its suffix', ['-av', '--delete', '--backup'])
+one('--backup-dir that fails', ['-av', '--delete', '--backup', '--backup-dir=/dev/null/bk'],
+    ordered_unlinks=False)
+one('--backup-dir, a stock client pushing', ['-av', '--delete', '--backup', '--backup-dir=../bk'],
+    push=True)
+one('--backup-dir -vv: directory by directory', ['-avv', '--delete', '--backup',
+                                                 '--backup-dir=../bk'], ordered_unlinks=False)
 one('stock client push, quiet', ['-a', '--delete'], push=True)
 
 # A sync: the entries of many directories, deleted together.

@@ -37,10 +37,13 @@ The peers (--peers):
   rsync-de-v    ./rsync -av --delete empty/ t/ (stock's order, printed)
   rsync-de-log  ./rsync -r --delete-only --log-file=/dev/null (logged)
   rsync-de-maxdel  ./rsync -r --delete-only --max-delete=1000000000
+  rsync-de-backup  ./rsync -r --delete-only --backup --backup-dir=BK, BK
+                being w/bk, beside d (the files moved there, not deleted)
   stock-push    ./rsync-stock -a --delete empty/ lh:t/, ./rsync the
                 receiver through a remote shell (bench/slowdisk/lsh):
                 a stock client, which takes the deletion messages
   stock         ./rsync-stock -r --delete empty/ t/
+  stock-backup  ./rsync-stock -r --delete --backup --backup-dir=BK
   rm            rm -rf t
   find          find t -delete
   find-keep     find t -mindepth 1 -delete  (keeps t)
@@ -101,6 +104,10 @@ PEERS = {
                      '{empty}/', '{t}/'],
     'rsync-de-maxdel': [str(TOP / 'rsync'), '-r', '--delete-only', '--max-delete=1000000000',
                         '{empty}/', '{t}/'],
+    'rsync-de-backup': [str(TOP / 'rsync'), '-r', '--delete-only', '--backup',
+                        '--backup-dir={d}/../bk', '{empty}/', '{t}/'],
+    'stock-backup': [str(TOP / 'rsync-stock'), '-r', '--delete', '--backup',
+                     '--backup-dir={d}/../bk', '{empty}/', '{t}/'],
     'stock-push': [str(TOP / 'rsync-stock'), '-a', '--delete', '-e', str(HERE / 'lsh'),
                    '--rsync-path=' + str(TOP / 'rsync'), '{empty}/', 'lh:{t}/'],
     'stock': [str(TOP / 'rsync-stock'), '-r', '--delete', '{empty}/', '{t}/'],
