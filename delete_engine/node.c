@@ -176,7 +176,13 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	free(n);
 }
 
-
+/*
+ * Whether fd is directory n again.  n->ino is fstat's by now (scan.c de__scan),
+ * never a d_ino, so this holds where d_ino is meaningless too.  On FUSE
+ * without use_ino, st_ino is the node id, which stays while the kernel
+ * keeps the inode (an open child pins its parent): a reopen by name after
+ * the kernel evicted it gets a new id and fails with ESTALE, safely.
+ */
 static int verify_fd(int fd, const struct de__node *n)
 {
 	struct stat sb;

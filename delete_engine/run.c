@@ -12,16 +12,20 @@
  *    thread walks the tree in canonical order and waits for each entry's
  *    outcome; workers scan and remove ahead of it, at most win_max scanned
  *    directories ahead (memory bound: win_max listings + the walk's path).
- *  - serial (dry run, max_delete, dispose, and any run on btrfs): workers
- *    only scan ahead; the calling thread makes each removal itself, in
- *    canonical order, so the limit is exact, the dispose hook runs when
- *    each entry is due, and on btrfs each directory is emptied just before
- *    its rmdir (policy.c want_serial).
- *  - batch (ordered or max_delete, in the global schedule): the calling
- *    thread reads windows of the tree (global.c) and walks them in
- *    canonical order, gathering what it passes into a batch; each batch's
- *    files are unlinked in one inode order, then its rmdirs and reports
- *    go in canonical order (batch_flush).
+ *  - serial (dry run, ask_dir, and max_delete or dispose outside the
+ *    global schedule, and any run on btrfs): workers only scan ahead; the
+ *    calling thread makes each removal itself, in canonical order, so the
+ *    limit is exact, the dispose hook runs when each entry is due, and on
+ *    btrfs each directory is emptied just before its rmdir (policy.c
+ *    want_serial).  A run in the global schedule whose first reads were
+ *    fast goes on serial when it has a limit or hooks.
+ *  - batch (ordered, max_delete, and enter_dir and dispose with
+ *    DE_F_HOOKS_AHEAD, in the global schedule): the calling thread reads
+ *    windows of the tree (global.c), calling enter_dir as it reads, and
+ *    walks them in canonical order, gathering what it passes into a
+ *    batch; each batch's files are unlinked (or disposed of) in one inode
+ *    order, then its rmdirs and reports go in canonical order
+ *    (batch_flush).
  */
 #include "internal.h"
 

@@ -57,14 +57,6 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 	return 0;
 }
 
-/*
- * Whether fd is directory n again.  n->ino is fstat's by now (de__scan),
- * never a d_ino, so this holds where d_ino is meaningless too.  On FUSE
- * without use_ino, st_ino is the node id, which stays while the kernel
- * keeps the inode (an open child pins its parent): a reopen by name after
- * the kernel evicted it gets a new id and fails with ESTALE, safely.
- */
-
 static void skip(struct de__node *n, int res, int op, int err)
 {
 	n->skip_scan = 1;

@@ -448,7 +448,7 @@ static void help(void)
 	      "  -n                    dry run: print what would be removed\n"
 	      "  -o                    reports in rsync's canonical order\n"
 	      "  -w                    make own unwritable directories writable first\n"
-	      "  -S, -A, -a, -N, -O    the engine's measuring switches (tools/README)\n"
+	      "  -S, -A, -a, -N, -O    measuring switches (delete_engine/README.md)\n"
 	      "  -G, -D                the global schedule (one inode order per window),\n"
 	      "                          or directory by directory (default: auto)\n"
 	      "  -W N                  global windows of at most N directory blocks\n"
