@@ -21,9 +21,9 @@ extern "C" {
 #define DE_F_INODE_SORT		0x0020u	/* always unlink in inode order */
 #define DE_F_NO_SPLIT		0x0080u	/* never split a huge dir across workers */
 #define DE_F_SPLIT		0x0100u	/* always split huge dirs */
-#define DE_F_NO_ADAPT		0x0200u	/* every worker unlinks, even in a
+#define DE_F_NO_P2_GATE		0x0200u	/* every worker unlinks, even in a
 					 * narrow tree */
-#define DE_F_ADAPT		0x0400u	/* one unlinker unless the tree is
+#define DE_F_P2_GATE		0x0400u	/* one unlinker unless the tree is
 					 * wide, on any fs */
 
 /* The fault hook's op for starting a worker (name ""): failing it makes

@@ -268,7 +268,7 @@ static unsigned p2_gate(de_ctx *ctx, long fstype)
 	int gate = fstype != FS_TMPFS && fstype != FS_RAMFS &&
 		   !latency_bound(fstype);
 
-	return forced(ctx, DE_F_NO_ADAPT, DE_F_ADAPT, gate) ? 2 : 0;
+	return forced(ctx, DE_F_NO_P2_GATE, DE_F_P2_GATE, gate) ? 2 : 0;
 }
 
 /*
@@ -281,12 +281,12 @@ static unsigned p2_gate(de_ctx *ctx, long fstype)
  * items of a directory removed soon after are dropped unwritten.  The
  * parallel schedule empties a directory long before its rmdir, so items
  * pile up; the canonical walk empties each one just before (post-order).
- * Measurements: docs/BENCHMARKS.md, "Engine heuristics".  DE_F_NO_ADAPT
- * and DE_F_ADAPT (measuring the parallel schedule) turn it off.
+ * Measurements: docs/BENCHMARKS.md, "Engine heuristics".  DE_F_NO_P2_GATE
+ * and DE_F_P2_GATE (measuring the parallel schedule) turn it off.
  */
 static int want_serial(de_ctx *ctx, long fstype)
 {
-	if (ctx->cfg.flags & (DE_F_NO_ADAPT | DE_F_ADAPT))
+	if (ctx->cfg.flags & (DE_F_NO_P2_GATE | DE_F_P2_GATE))
 		return 0;
 	return fstype == FS_BTRFS;
 }
@@ -309,7 +309,7 @@ int de__sort_targets(de_ctx *ctx, long fstype)
  */
 static int p2_help(de_ctx *ctx, long fstype)
 {
-	if (ctx->cfg.flags & DE_F_NO_ADAPT)
+	if (ctx->cfg.flags & DE_F_NO_P2_GATE)
 		return 0;
 	return fstype == FS_EXT4;
 }

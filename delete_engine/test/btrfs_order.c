@@ -1,6 +1,6 @@
 /* btrfs_order: on btrfs the engine removes in canonical order (each
  * directory emptied just before its rmdir) without DE_F_ORDERED, so the
- * reports arrive in that order; with DE_F_NO_ADAPT the parallel schedule
+ * reports arrive in that order; with DE_F_NO_P2_GATE the parallel schedule
  * still removes everything, as does the portable path (which knows no
  * file system types, so only the removal is checked there).  Needs root
  * for a loop-mounted btrfs (exit 77 without root or mkfs.btrfs). */
@@ -51,7 +51,7 @@ int test(int dfd)
 		goto out;
 	}
 	CHECK(check_removal(wd, "tree", 0, canonical) == T_PASS);
-	CHECK(check_removal(wd, "parallel", DE_F_NO_ADAPT, 0) == T_PASS);
+	CHECK(check_removal(wd, "parallel", DE_F_NO_P2_GATE, 0) == T_PASS);
 	ret = T_PASS;
 out:
 	t_umount(wd);

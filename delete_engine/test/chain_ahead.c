@@ -1,4 +1,4 @@
-/* chain_ahead: with the phase-2 gate forced on (DE_F_ADAPT), the worker
+/* chain_ahead: with the phase-2 gate forced on (DE_F_P2_GATE), the worker
  * that reads a chain scans each next directory itself, up to ahead_max
  * directories ahead of the unlinker (sched.c run_phase2).  A chain whose
  * every 25th level also holds a short side chain (so a reader that runs
@@ -106,7 +106,7 @@ static int one(int dfd, unsigned threads, int ordered, rlim_t nofile,
 	       int sides)
 {
 	struct rlimit rl, old;
-	struct de_config cfg = { .threads = threads, .flags = DE_F_ADAPT,
+	struct de_config cfg = { .threads = threads, .flags = DE_F_P2_GATE,
 				 .max_delete = -1 };
 	struct de_target t = { "tree", DE_T_DIR, 0 };
 	struct t_names ref = { 0 };

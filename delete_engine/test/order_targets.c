@@ -54,8 +54,8 @@ int test(int dfd)
 
 	fill(in, names);
 
-	/* DE_F_NO_ADAPT: no serial (canonical) run, whatever TMPDIR is on. */
-	cfg.flags = DE_F_INODE_SORT | DE_F_NO_ADAPT;
+	/* DE_F_NO_P2_GATE: no serial (canonical) run, whatever TMPDIR is on. */
+	cfg.flags = DE_F_INODE_SORT | DE_F_NO_P2_GATE;
 	CHECK(de_ctx_new(&ctx, &cfg) == 0);
 	memcpy(t, in, sizeof(t));
 	CHECK(de_order_targets(ctx, dfd, t, NT) == 0);

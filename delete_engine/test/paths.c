@@ -167,7 +167,7 @@ int test(int dfd)
 		unsigned threads, flags;
 		int hooks;
 	} modes[] = {
-		{ 1, 0, 0 }, { 2, 0, 0 }, { 2, DE_F_ADAPT, 0 },
+		{ 1, 0, 0 }, { 2, 0, 0 }, { 2, DE_F_P2_GATE, 0 },
 		{ 2, DE_F_ORDERED, 0 }, { 2, DE_F_DRY_RUN, 0 },
 		{ 2, 0, 1 },
 	};

@@ -1,4 +1,4 @@
-/* pipeline: with the phase-2 gate forced on (DE_F_ADAPT), where a worker
+/* pipeline: with the phase-2 gate forced on (DE_F_P2_GATE), where a worker
  * that scanned a directory in a narrow part of the tree hands it to the
  * worker already unlinking instead of unlinking beside it, a tree with
  * narrow and wide parts is removed completely and counted exactly, with
@@ -61,7 +61,7 @@ int test(int dfd)
 	for (ti = 0; ti < 2; ti++) {
 		for (mode = 0; mode < 3; mode++) {
 			struct de_config cfg = { .threads = threads[ti],
-						 .flags = DE_F_ADAPT,
+						 .flags = DE_F_P2_GATE,
 						 .max_delete = -1 };
 			struct de_target t = { "tree", DE_T_DIR, 0 };
 			struct de_hooks h;

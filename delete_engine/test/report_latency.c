@@ -41,7 +41,7 @@ static void on_report(void *arg, const struct de_report *r)
 
 int test(int dfd)
 {
-	struct de_config cfg = { .threads = 2, .flags = DE_F_NO_ADAPT,
+	struct de_config cfg = { .threads = 2, .flags = DE_F_NO_P2_GATE,
 				 .max_delete = -1, .progress_ms = 100 };
 	struct de_target t = { "t", DE_T_UNKNOWN, 0 };
 	struct st s = { 0 };

@@ -873,8 +873,8 @@ int main(int argc, char **argv)
 		case 'x': x.one_fs = 1; break;
 		case 'w': cfg.flags |= DE_F_MAKE_WRITABLE; break;
 		case 'S': cfg.flags |= DE_F_NO_SPLIT; break;
-		case 'A': cfg.flags |= DE_F_NO_ADAPT; break;
-		case 'a': cfg.flags |= DE_F_ADAPT; break;
+		case 'A': cfg.flags |= DE_F_NO_P2_GATE; break;
+		case 'a': cfg.flags |= DE_F_P2_GATE; break;
 		case 'N': cfg.flags |= DE_F_NO_INODE_SORT; break;
 		case 'O': cfg.flags |= DE_F_INODE_SORT; break;
 		case 'G': cfg.schedule = DE_SCHED_GLOBAL; break;
