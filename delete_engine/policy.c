@@ -7,23 +7,60 @@
  */
 #include "internal.h"
 
-#define FS_TMPFS	0x01021994L
-#define FS_RAMFS	0x858458f6L
-#define FS_NFS		0x6969L
-#define FS_SMB2		0xfe534d42L
-#define FS_CIFS		0xff534d42L
-#define FS_LUSTRE	0x0bd00bd0L
-#define FS_XFS		0x58465342L
-#define FS_EXT4		0xef53L
-#define FS_BTRFS	0x9123683eL
-#define FS_FUSE		0x65735546L
-#define FS_SMB		0x517bL
-#define FS_9P		0x01021997L
-#define FS_CEPH		0x00c36400L
-#define FS_OVERLAY	0x794c7630L
-#define FS_AFS		0x5346414fL
-#define FS_GFS2		0x01161970L
-#define FS_OCFS2	0x7461636fL
+/*
+ * What the engine knows of each file system, by statfs f_type: one row
+ * each, the reasons in the functions below that read the columns.
+ *   dino_stat  readdir's d_ino is stat's inode number (de__dino_is_stat)
+ *   dino_layer a d_ino that differs may be a lower layer's
+ *              (de__dino_from_layer)
+ *   sort       unlinking in inode order pays (de__want_inode_sort)
+ *   latency    every request waits for a server (latency_bound)
+ *   split      one huge directory's unlinks are split (de__want_split)
+ *   gate       phase 2 is gated in a narrow tree (p2_gate)
+ *   serial     the calling thread removes, in canonical order
+ *              (want_serial)
+ *   help       a reader far ahead unlinks what it read (p2_help)
+ * A file system not listed (and the portable build's 0) takes the last
+ * row: a local disk file system.
+ */
+struct fs_policy {
+	long magic;
+	const char *name;
+	unsigned char dino_stat, dino_layer, sort, latency, split, gate,
+		      serial, help;
+};
+
+static const struct fs_policy fs_policy[] = {
+	/* magic	name	   dino_stat layer sort lat split gate ser help */
+	{ 0xef53L,	"ext4",		1, 0, 1, 0, 0, 1, 0, 1 },
+	{ 0x58465342L,	"xfs",		1, 0, 1, 0, 0, 1, 0, 0 },
+	{ 0x9123683eL,	"btrfs",	1, 0, 1, 0, 0, 1, 1, 0 },
+	{ 0x01021994L,	"tmpfs",	1, 0, 0, 0, 1, 0, 0, 0 },
+	{ 0x858458f6L,	"ramfs",	1, 0, 0, 0, 1, 0, 0, 0 },
+	{ 0x794c7630L,	"overlayfs",	0, 1, 1, 0, 0, 1, 0, 0 },
+	{ 0x6969L,	"nfs",		1, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x517bL,	"smb",		0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0xfe534d42L,	"smb2",		0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0xff534d42L,	"cifs",		0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x65735546L,	"fuse",		0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x01021997L,	"9p",		1, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x0bd00bd0L,	"lustre",	1, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x00c36400L,	"ceph",		1, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x5346414fL,	"afs",		1, 0, 1, 1, 0, 0, 0, 0 },
+	{ 0x01161970L,	"gfs2",		1, 0, 1, 1, 0, 0, 0, 0 },
+	{ 0x7461636fL,	"ocfs2",	1, 0, 1, 1, 0, 0, 0, 0 },
+	{ 0,		"other",	1, 0, 1, 0, 0, 1, 0, 0 },
+};
+
+/* fstype's row (the last one for a file system not listed). */
+static const struct fs_policy *fs_of(long fstype)
+{
+	size_t i;
+
+	for (i = 0; fs_policy[i].magic && fs_policy[i].magic != fstype; i++)
+		;
+	return &fs_policy[i];
+}
 
 /*
  * Whether readdir's d_ino is the inode number fstat() reports, so that a
@@ -41,11 +78,7 @@
  */
 int de__dino_is_stat(long fstype)
 {
-	switch (fstype) {
-	case FS_FUSE: case FS_OVERLAY: case FS_SMB: case FS_SMB2: case FS_CIFS:
-		return 0;
-	}
-	return 1;
+	return fs_of(fstype)->dino_stat;
 }
 
 /*
@@ -76,14 +109,8 @@ static int forced(const de_ctx *ctx, unsigned off, unsigned on, int guess)
  */
 int de__want_inode_sort(de_ctx *ctx, long fstype)
 {
-	int pays = 1;
-
-	switch (fstype) {
-	case FS_TMPFS: case FS_RAMFS: case FS_NFS: case FS_SMB: case FS_SMB2:
-	case FS_CIFS: case FS_LUSTRE: case FS_FUSE: case FS_9P: case FS_CEPH:
-		pays = 0;
-	}
-	return forced(ctx, DE_F_NO_INODE_SORT, DE_F_INODE_SORT, pays);
+	return forced(ctx, DE_F_NO_INODE_SORT, DE_F_INODE_SORT,
+		      fs_of(fstype)->sort);
 }
 
 /*
@@ -93,7 +120,7 @@ int de__want_inode_sort(de_ctx *ctx, long fstype)
  */
 int de__dino_from_layer(long fstype)
 {
-	return fstype == FS_OVERLAY;
+	return fs_of(fstype)->dino_layer;
 }
 
 /*
@@ -108,13 +135,7 @@ int de__dino_from_layer(long fstype)
  */
 static int latency_bound(long fstype)
 {
-	switch (fstype) {
-	case FS_FUSE: case FS_NFS: case FS_SMB: case FS_SMB2: case FS_CIFS:
-	case FS_9P: case FS_LUSTRE: case FS_CEPH: case FS_AFS: case FS_GFS2:
-	case FS_OCFS2:
-		return 1;
-	}
-	return 0;
+	return fs_of(fstype)->latency;
 }
 
 /*
@@ -205,8 +226,7 @@ int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents)
  */
 int de__want_split(de_ctx *ctx, long fstype)
 {
-	return forced(ctx, DE_F_NO_SPLIT, DE_F_SPLIT,
-		      fstype == FS_TMPFS || fstype == FS_RAMFS);
+	return forced(ctx, DE_F_NO_SPLIT, DE_F_SPLIT, fs_of(fstype)->split);
 }
 
 /*
@@ -265,10 +285,8 @@ static unsigned p2_gate(de_ctx *ctx, long fstype)
 {
 	/* No kernel threads to leave a CPU to on tmpfs, nor where the work
 	 * is a server's. */
-	int gate = fstype != FS_TMPFS && fstype != FS_RAMFS &&
-		   !latency_bound(fstype);
-
-	return forced(ctx, DE_F_NO_P2_GATE, DE_F_P2_GATE, gate) ? 2 : 0;
+	return forced(ctx, DE_F_NO_P2_GATE, DE_F_P2_GATE,
+		      fs_of(fstype)->gate) ? 2 : 0;
 }
 
 /*
@@ -288,7 +306,7 @@ static int want_serial(de_ctx *ctx, long fstype)
 {
 	if (ctx->cfg.flags & (DE_F_NO_P2_GATE | DE_F_P2_GATE))
 		return 0;
-	return fstype == FS_BTRFS;
+	return fs_of(fstype)->serial;
 }
 
 /* Whether to sort a call's non-directory targets by inode: where the
@@ -311,7 +329,7 @@ static int p2_help(de_ctx *ctx, long fstype)
 {
 	if (ctx->cfg.flags & DE_F_NO_P2_GATE)
 		return 0;
-	return fstype == FS_EXT4;
+	return fs_of(fstype)->help;
 }
 
 /*
