@@ -319,6 +319,13 @@ struct de_ctx {
 	struct de__sched sched;		/* sched.c's, across calls */
 };
 
+/* Whether this is the thread in de_remove() (the calling thread), which
+ * alone delivers reports, walks and frees nodes. */
+static inline int de__is_caller(const de_ctx *ctx)
+{
+	return pthread_equal(pthread_self(), ctx->run.caller);
+}
+
 static inline int de__fault(de_ctx *ctx, int op, const char *name)
 {
 	if (ctx->fault)

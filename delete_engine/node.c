@@ -227,7 +227,7 @@ static int reopen_from_child(de_ctx *ctx, struct de__node *n)
 	struct de__node *c = NULL;
 	int l, cfd = -1, fd;
 
-	if (!pthread_equal(pthread_self(), ctx->run.caller))
+	if (!de__is_caller(ctx))
 		return -ENOENT;
 	de__lock(ctx);
 	for (l = 0; l < 2 && !c; l++)

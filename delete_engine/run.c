@@ -955,7 +955,7 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
  * there only the calling thread removes. */
 int de_limit_take(de_ctx *ctx, unsigned long long n)
 {
-	if (!ctx || !ctx->run.root || !pthread_equal(pthread_self(), ctx->run.caller))
+	if (!ctx || !ctx->run.root || !de__is_caller(ctx))
 		return -EINVAL;
 	if (ctx->run.limit_left < 0)
 		return 0;

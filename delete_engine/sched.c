@@ -70,7 +70,7 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 	__atomic_add_fetch(&ctx->run.unlinked, 1, __ATOMIC_RELAXED);
 	/* Only the calling thread touches caller_ticks; it reads the clock
 	 * once per 64 of its removals, not per file. */
-	if (pthread_equal(pthread_self(), ctx->run.caller) &&
+	if (de__is_caller(ctx) &&
 	    (++ctx->run.caller_ticks & 63) == 0)
 		ctx->run.tick(ctx);
 	return 0;
@@ -961,7 +961,7 @@ void de__task(struct de__work *w, void *buf)
 	 * run_phase2 emptying the ready queue: it has reports and progress
 	 * calls to make.  It bypasses the gate instead.
 	 */
-	if (buf == ctx->caller_buf) {
+	if (de__is_caller(ctx)) {
 		pinned = de__scan(ctx, n, buf, 1);
 		de__phase2(ctx, n, pinned);
 		return;
