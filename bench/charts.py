@@ -118,18 +118,25 @@ def slow_medians(path):
 # Every form of the command and a sync's deletions (issue 48): (label,
 # records, model, tree, sync fraction, rsync-de's peer, stock's peer).
 FORMS = 'bench/results/2026-12-05/forms-{}.jsonl'
-SYNCS = 'bench/results/2026-12-05/sync-{}.jsonl'
+BACKUPS = 'bench/results/2026-12-06/backup-{}.jsonl'
+SYNCS_64 = 'bench/results/2026-12-05/sync-{}.jsonl'
+SYNCS = 'bench/results/2026-12-06/sync-{}.jsonl'
 FORM_CELLS = [
     ('hdd: -av --delete empty/ t/', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-v', 'stock'),
     ('hdd: --log-file', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-log', 'stock'),
     ('hdd: --max-delete', FORMS, 'hdd', 'shuffled', 0, 'rsync-de-maxdel', 'stock'),
     ('hdd: a stock client pushing', FORMS, 'hdd', 'shuffled', 0, 'stock-push', 'stock'),
+    ('hdd: --backup --backup-dir', BACKUPS, 'hdd', 'shuffled', 0, 'rsync-de-backup',
+     'stock-backup'),
     ('hdd: sync deleting 50%', SYNCS, 'hdd', 'shuffled', 0.5, 'sync-rsync-de', 'sync-stock'),
     ('hdd: sync deleting 10%', SYNCS, 'hdd', 'shuffled', 0.1, 'sync-rsync-de', 'sync-stock'),
-    ('hdd: sync into a cp -al snapshot', SYNCS, 'hdd', 'snapshot', 0.5, 'sync-rsync-de',
+    ('hdd: sync into a cp -al snapshot', SYNCS_64, 'hdd', 'snapshot', 0.5, 'sync-rsync-de',
      'sync-stock'),
     ('cloud: -av --delete empty/ t/', FORMS, 'cloud', 'shuffled', 0, 'rsync-de-v', 'stock'),
+    ('cloud: --backup --backup-dir', BACKUPS, 'cloud', 'shuffled', 0, 'rsync-de-backup',
+     'stock-backup'),
     ('cloud: sync deleting 50%', SYNCS, 'cloud', 'shuffled', 0.5, 'sync-rsync-de', 'sync-stock'),
+    ('cloud: sync deleting 10%', SYNCS, 'cloud', 'shuffled', 0.1, 'sync-rsync-de', 'sync-stock'),
 ]
 
 
