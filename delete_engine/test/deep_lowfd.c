@@ -29,16 +29,6 @@ static int count(void *arg, int op, const char *name)
 	return atomic_fetch_add(&opens, 1) < PER_LEVEL * LEVELS ? 0 : EIO;
 }
 
-static enum de_action keep_going(void *arg, int dirfd, const char *name,
-				 const char *path, enum de_type type)
-{
-	(void)arg;
-	(void)dirfd;
-	(void)name;
-	(void)path;
-	(void)type;
-	return DE_A_DELETE;
-}
 
 /*
  * Build chain name, then remove it under a soft limit of limit fds:
@@ -59,7 +49,7 @@ static int run(int dfd, const char *name, rlim_t limit, long long max_delete,
 	int rc, ret = -1, lowered = 0;
 
 	memset(&h, 0, sizeof(h));
-	h.dispose = dispose ? keep_going : NULL;
+	h.dispose = dispose ? t_dispose_delete : NULL;
 	CHECK(t_chain(dfd, name, "a", LEVELS, "f%d", FILES, NULL, NULL) ==
 	      LEVELS + 1);
 	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);

@@ -26,16 +26,6 @@ static int count(void *arg, int op, const char *name)
 	return atomic_fetch_add(&reopens, 1) < PER_LEVEL * LEVELS ? 0 : EIO;
 }
 
-static enum de_action keep_going(void *arg, int dirfd, const char *name,
-				 const char *path, enum de_type type)
-{
-	(void)arg;
-	(void)dirfd;
-	(void)name;
-	(void)path;
-	(void)type;
-	return DE_A_DELETE;
-}
 
 /* Remove chain name: serially (max_delete >= 0, or the dispose hook), or
  * with schedule sched. */
@@ -51,7 +41,7 @@ static int run(int dfd, const char *name, long long max_delete, int dispose,
 	int rc, ret = -1;
 
 	memset(&h, 0, sizeof(h));
-	h.dispose = dispose ? keep_going : NULL;
+	h.dispose = dispose ? t_dispose_delete : NULL;
 	atomic_store(&reopens, 0);
 	CHECK(de_test_ctx_new(&ctx, &cfg, count, NULL) == 0);
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);

@@ -33,16 +33,6 @@ static int enter(void *arg, const char *relpath, struct de_dirent *ents,
 	return 0;
 }
 
-static enum de_action dispose(void *arg, int dirfd, const char *name,
-			      const char *relpath, enum de_type type)
-{
-	(void)arg;
-	(void)dirfd;
-	(void)name;
-	(void)relpath;
-	(void)type;
-	return DE_A_DELETE;
-}
 
 enum { M_PLAIN, M_ORDERED, M_DRY, M_MAXDEL, M_ENTER, M_DISPOSE, M_COUNT };
 
@@ -67,7 +57,7 @@ static int one(int dfd, int ok, int mode)
 	if (mode == M_ENTER)
 		h.enter_dir = enter;
 	if (mode == M_DISPOSE)
-		h.dispose = dispose;
+		h.dispose = t_dispose_delete;
 	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &l) == 0);
 	/* Twice: the second run reuses the pool the first one started. */
 	for (pass = 0; pass < 2; pass++) {

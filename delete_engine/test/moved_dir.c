@@ -39,12 +39,6 @@ static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
 	return 0;
 }
 
-static enum de_action dispose(void *arg, int dirfd, const char *name,
-			      const char *path, enum de_type type)
-{
-	(void)arg; (void)dirfd; (void)name; (void)path; (void)type;
-	return DE_A_DELETE;
-}
 
 static int one(int dfd, enum mode mode, unsigned threads)
 {
@@ -68,7 +62,7 @@ static int one(int dfd, enum mode mode, unsigned threads)
 	if (mode == M_HOOK)
 		h.enter_dir = enter;
 	if (mode == M_DISPOSE)
-		h.dispose = dispose;
+		h.dispose = t_dispose_delete;
 	CHECK(t_paths(dfd, "tree/a/g", "tree/a/victim/f1", "tree/a/victim/f2",
 		      "tree/a/victim/f3", "tree/a/victim/sub/s1", "tree/b/h",
 		      "outside/", NULL) == 0);

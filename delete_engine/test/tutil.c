@@ -522,3 +522,14 @@ void t_shuffle(int *order, int n, unsigned seed)
 		order[j] = t;
 	}
 }
+
+enum de_action t_dispose_delete(void *arg, int dirfd, const char *name,
+				const char *relpath, enum de_type type)
+{
+	(void)arg;
+	(void)dirfd;
+	(void)name;
+	(void)relpath;
+	(void)type;
+	return DE_A_DELETE;
+}

@@ -141,6 +141,11 @@ extern atomic_int t_stop;
 int t_remove_racing(void *(*racer)(void *), int dfd, const char *name,
 		    unsigned flags, struct t_reps *rs);
 
+/* A dispose hook that hands every entry back to the engine to unlink:
+ * the run is serial, as with rsync's --backup, and removes all. */
+enum de_action t_dispose_delete(void *arg, int dirfd, const char *name,
+				const char *relpath, enum de_type type);
+
 /* Seconds on the monotonic clock. */
 double t_now(void);
 
