@@ -169,7 +169,7 @@ struct de__node {
 	unsigned set;
 	/* Depth below the root (0 for the root) and the length of the path
 	 * relative to dirfd, fixed at creation: the emitter builds report
-	 * paths from the previous one (run.c dir_path). */
+	 * paths from the previous one (node.c de__node_path). */
 	size_t depth, pathlen;
 	size_t namelen;
 	char name[];

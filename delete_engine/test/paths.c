@@ -1,5 +1,5 @@
 /* paths: every report names its entry by the right path in every mode.
- * The emitter builds each path from the one before (run.c dir_path), so
+ * The emitter builds each path from the one before (node.c de__node_path), so
  * this pins the cases that reuse a prefix: down into a child, back up to
  * a parent after its children were freed, across to a sibling branch of
  * another depth, names of different lengths at each level, a long chain

@@ -16,7 +16,7 @@ static atomic_int armed, refused;
 
 void *__wrap_realloc(void *p, size_t size)
 {
-	/* run.c dir_path(): the path buffer starts at 4096 bytes. */
+	/* node.c de__node_path(): the path buffer starts at 4096 bytes. */
 	if (atomic_load(&armed) && size == 4096) {
 		atomic_fetch_add(&refused, 1);
 		return NULL;
