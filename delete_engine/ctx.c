@@ -134,7 +134,7 @@ static void shed_workers(de_ctx *ctx)
  * Start the workers on first use (so a context made before fork() and
  * never used costs no threads).  When one cannot be started, fewer
  * (shed_workers()), down to none, where the calling thread does all the
- * work (run.c sleep_locked()).  Returns 0 or a negative errno.
+ * work (emit.c de__sleep_locked()).  Returns 0 or a negative errno.
  */
 int de__ctx_start(de_ctx *ctx)
 {

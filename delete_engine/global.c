@@ -31,7 +31,7 @@
  * identity and mount checks, -x), unlink, rmdir and reports.
  *
  * A run that reports in canonical order (ordered, or with max_delete)
- * takes the schedule too, as the batch walk (run.c): the same windows are
+ * takes the schedule too, as the batch walk (walk.c): the same windows are
  * read ahead of the walk (de__global_read), and the walk gathers what it
  * reaches, in canonical order, into a batch (struct de__batch).  The
  * reads are depth first in the order the walk goes, so when the walk
@@ -318,7 +318,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
  * window's files are unlinked by phase 2 (n->early: not made again).
  * In an ordered run, a directory of the window that was not entered is
  * finished here; in one with a limit, the serial walk takes the tree
- * (run.c batch_start), and schedules the children the window made
+ * (walk.c de__batch_start), and schedules the children the window made
  * (sched.c de__prepare_serial).
  */
 static void hand_over(de_ctx *ctx, struct de__global *g)
@@ -507,7 +507,7 @@ int de__global_read(de_ctx *ctx, struct de__global *g)
 	return 0;
 }
 
-/* ---- The batch walk's batch (run.c) ------------------------------------ */
+/* ---- The batch walk's batch (walk.c) ----------------------------------- */
 
 /* See internal.h. */
 void de__batch_init(struct de__batch *b, const struct de__global *g)
@@ -622,7 +622,7 @@ static void unpin_runs(de_ctx *ctx, struct de__batch *b)
 }
 
 /* The batch's files in one inode order, through its runs' pins, each
- * removed by fn (run.c remove_file: the dispose hook or an unlink). */
+ * removed by fn (walk.c remove_file: the dispose hook or an unlink). */
 static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 {
 	struct gent *v;

@@ -206,7 +206,7 @@ struct de__run {
 	int serial;			/* emitter removes (limit, dry run) */
 	int hookmode;			/* enter_dir set */
 	int global;			/* global.c's schedule */
-	/* The batch walk (global.c, run.c): an ordered run in the global
+	/* The batch walk (global.c, walk.c): an ordered run in the global
 	 * schedule; NULL otherwise.  The calling thread's. */
 	struct de__global *gwin;
 	struct de__batch *batch;
@@ -243,7 +243,7 @@ struct de__run {
 	/* The report buffer ctx->pbuf starts with this node's path
 	 * (pbuf_node->pathlen bytes), or nothing is known when NULL.  Only
 	 * the emitter frees nodes, and it moves pbuf_node to the parent
-	 * first (run.c free_node). */
+	 * first (emit.c de__emit_free). */
 	const struct de__node *pbuf_node;
 	/* Successful unlinks and rmdirs, counted by the workers as they go
 	 * (atomic): reports of a directory's entries may wait until the
@@ -343,7 +343,7 @@ static inline int de__cancelled(de_ctx *ctx)
 }
 int de__ctx_start(de_ctx *ctx);
 
-/* The tree lock (ctx->mu): node.c, scan.c, sched.c and run.c say what
+/* The tree lock (ctx->mu): node.c, scan.c, sched.c and walk.c say what
  * it protects. */
 static inline void de__lock(de_ctx *ctx)
 {
@@ -557,6 +557,28 @@ int de__dev_slow(const de_ctx *ctx, dev_t dev);
 
 /* ctx.c */
 unsigned de__ctx_grow(de_ctx *ctx, unsigned n);
+
+/* emit.c: the calling thread's reports, progress and sleeps.  The tree
+ * lock is held by the caller of de__sleep_locked() and de__emit_queued()
+ * (which drop it while they report), by no one for the rest. */
+void de__emit_free(de_ctx *ctx, struct de__node *c);
+void de__maybe_progress(de_ctx *ctx, int force);
+void de__caller_tick(de_ctx *ctx);
+void de__report_ent(de_ctx *ctx, struct de__node *n, long dlen,
+		    const struct de__ent *e);
+void de__report_self(de_ctx *ctx, struct de__node *c);
+void de__sleep_locked(de_ctx *ctx);
+void de__wait_state(de_ctx *ctx, struct de__node *n, int state);
+void de__emit_queued(de_ctx *ctx);
+void de__drain_events(de_ctx *ctx);
+
+/* walk.c: the calling thread's walks (ordered, serial, batch) and the
+ * global schedule's unordered loop. */
+int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd);
+void de__run_global(de_ctx *ctx, struct de__node *r);
+int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
+		    struct de__batch *b, int probe);
+void de__batch_end(de_ctx *ctx, struct de__node *r);
 
 #define de__ent_name(n, e) ((n)->arena + (e)->name)
 

@@ -29,7 +29,7 @@
  *
  * The tree lock (ctx->mu) protects the live list, the idle lists and
  * each node's fd, pins, idle, unopened and refs.  A node pinned by
- * raising pins directly (run.c serial_dir, sched.c split_files) may stay
+ * raising pins directly (walk.c serial_dir, sched.c split_files) may stay
  * on an idle list until it is unpinned: whoever takes one from a list
  * checks that it still holds an fd and has no pin.
  */
@@ -218,7 +218,7 @@ static int reopen_up(de_ctx *ctx, struct de__node *n, int cfd)
  * A walk coming back up a chain finds the directory below still held
  * where the one it is in was closed.  The idle lists hold about twice the
  * fd budget at most, so the search costs less than the reopen it saves.
- * On the calling thread only: it alone frees nodes (run.c), and a pin
+ * On the calling thread only: it alone frees nodes (emit.c), and a pin
  * does not keep a child from being freed, as a reference keeps a parent.
  * Returns the fd or a negative errno (-ENOENT: no such child).
  */

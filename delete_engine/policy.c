@@ -338,7 +338,7 @@ static int p2_help(de_ctx *ctx, long fstype)
  * it (want_serial); the global schedule (global.c) where it is asked
  * for, or may pay, and not by itself where every request waits for a
  * server (latency_bound).  Ordered reports and a limit take the global
- * schedule as the batch walk (run.c), which keeps the canonical order of
+ * schedule as the batch walk (walk.c), which keeps the canonical order of
  * reports and the limit's exactness without the serial walk, and so do
  * the enter_dir and dispose hooks when they may run ahead of it
  * (DE_F_HOOKS_AHEAD); runs that decide entry by entry when its turn

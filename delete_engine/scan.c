@@ -292,7 +292,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		ctx->run.scans_inflight--;
 	/*
 	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
-	 * then submits it (run.c walk), but the walk enters only the nodes
+	 * then submits it (walk.c), but the walk enters only the nodes
 	 * it can: one that was not entered (a mount point, an open failure,
 	 * a directory that vanished) would never become final, and the walk
 	 * would wait for it forever.  It has no listing to ask the hook
@@ -313,7 +313,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
  * sets each entry's action.  Without memory to ask, everything is kept:
  * what the caller would protect must not go unasked.  A non-zero return
  * cancels the run.  n->hooked records the call for de__leave_dir(), and
- * for a walk that takes over from the reader (run.c ordered_walk): each
+ * for a walk that takes over from the reader (walk.c de__ordered_walk): each
  * directory is entered and left once, whoever gets there first.
  */
 void de__enter_dir(de_ctx *ctx, struct de__node *n)

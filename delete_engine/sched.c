@@ -97,7 +97,7 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
  * of de_config.rate when pace is set, and record the result in e.
  * Returns 1 when e was not removed (the caller marks n kept).  Both
  * schedules remove a file this way: the workers (unlink_range) and the
- * calling thread in a serial run (run.c serial_file).
+ * calling thread in a serial run (walk.c serial_file).
  */
 int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace)
@@ -117,7 +117,7 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
  * to unpin.  Returns the result (de__rm_result()), with *op and *err set
  * on failure.  Both schedules remove a directory this
  * way: the last reference (de__node_release) and the calling thread in a
- * serial run (run.c serial_dir).
+ * serial run (walk.c serial_dir).
  */
 int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 		   int *op, int *err)
@@ -141,7 +141,7 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 
 /* Was n not entered because opening it was refused (EACCES, EPERM)?  It
  * may be empty: de__rmdir_unread() tries its rmdir, and rm -i asks about
- * it as about one it could not read (run.c). */
+ * it as about one it could not read (walk.c). */
 int de__unopened_for_perm(const struct de__node *n)
 {
 	return n->skip_scan && n->res == DE_R_FAILED && n->op == DE_OP_OPEN &&
