@@ -408,6 +408,18 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
 int de_limit_take(de_ctx *ctx, unsigned long long n);
 
 /*
+ * The plan of ctx's last de_remove() or de_remove_sets() call (or of the
+ * one in progress, from a hook): the file system it took the start
+ * directory for, the schedule and the rule that chose it, what the
+ * schedule's probe of the first reads decided, and the workers and
+ * heuristics it ran with, as one line without a newline, written to buf
+ * as snprintf() writes it.  So that a user can see why a run took the
+ * schedule it did (rsync's --debug=del, de-rm --explain).  Returns the
+ * line's length, or -EINVAL before the first call.
+ */
+int de_explain(const de_ctx *ctx, char *buf, size_t len);
+
+/*
  * Fill cfg's pacing for a polite deletion, as rsync's --delete-polite and
  * rsync-rm --polite have it: full speed while no other process waits for
  * the disk, nothing at all for the first 30 s that one does, then 100

@@ -52,6 +52,15 @@ int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
  * blocks (0: the defaults, global.c), so that tests see several. */
 void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks);
 
+/*
+ * Plan a call as de_remove() would for a start directory on a file
+ * system of statfs type fstype (0: one not listed), without running it,
+ * and describe the plan as de_explain() does.  Returns the line's length
+ * or a negative errno.
+ */
+int de_test_plan(de_ctx *ctx, long fstype, const struct de_hooks *hooks,
+		 const struct de_opts *opts, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -305,7 +305,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	}
 	if (win_add(g, root, NO_PIN) == 0)
 		g->ents = root->nents;
-	else if (ctx->run.ordered)
+	else if (de__ordered(ctx))
 		g->probing = 0;	/* no hand-over without the whole window */
 	else
 		de__files_run(ctx, root, -1);
@@ -327,7 +327,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	size_t k;
 
 	unpin_window(ctx, g);
-	if (ctx->run.ordered && de__serial_after_global(ctx)) {
+	de__plan_hand_over(ctx);
+	if (de__serial(ctx)) {
 		/* The walk leaves what the reader entered and did not. */
 		for (k = 0; k < g->nwin; k++)
 			g->win[k]->early = 1;
@@ -396,7 +397,7 @@ static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
  */
 static void read_window(de_ctx *ctx, struct de__global *g)
 {
-	int batch = ctx->run.ordered;
+	int batch = de__ordered(ctx);
 
 	for (;;) {
 		struct de__node *n;
@@ -431,7 +432,7 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 		/* The enter_dir hook decides which children are made.  The
 		 * reads go in the walk's order, so the hooks are called in
 		 * it, ahead of the removals (DE_F_HOOKS_AHEAD). */
-		if (batch && ctx->run.hookmode)
+		if (batch && ctx->run.plan.dir_hooks)
 			de__enter_dir(ctx, n);
 		descend(ctx, g, n);
 		if (pinned) {

@@ -185,6 +185,49 @@ struct de__chunk {
 	size_t start, n;
 };
 
+/* ---- policy.c: the plan of a run ---------------------------------- */
+
+/*
+ * The schedule a run takes.  policy.c alone writes it: de__plan() when
+ * the run starts, de__plan_hand_over() when the global schedule's probe
+ * finds the reads fast and hands the tree to the pool.
+ *   DIRS     a task per directory on the pool (sched.c); the calling
+ *            thread reports as work completes (emit.c)
+ *   ORDERED  the same, the calling thread walking the tree to report in
+ *            canonical order (walk.c)
+ *   SERIAL   the calling thread removes in canonical order, the workers
+ *            only read ahead (walk.c)
+ *   GLOBAL   the calling thread reads windows of the tree and unlinks
+ *            each window's files in one inode order (global.c)
+ *   BATCH    GLOBAL's windows under the ordered walk (walk.c)
+ */
+enum de__mode { DE__M_DIRS, DE__M_ORDERED, DE__M_SERIAL, DE__M_GLOBAL,
+		DE__M_BATCH };
+
+struct de__plan {
+	enum de__mode mode;
+	enum de__mode planned;		/* the mode de__plan() chose */
+	enum de__mode after_probe;	/* GLOBAL, BATCH: the mode after a
+					 * hand-over */
+	const char *why;		/* the rule that chose mode */
+	const char *fs;			/* the file system's row (policy.c) */
+	int probe;			/* GLOBAL, BATCH: time the first reads */
+	int handed;			/* the probe handed the tree over */
+	int dir_hooks;			/* enter_dir set: the walk enters */
+	int limit;			/* max_delete set */
+	unsigned threads;		/* workers allowed */
+	unsigned p2_gate;		/* policy.c p2_gate */
+	int p2_help;			/* policy.c p2_help */
+	int inode_sort;			/* unlink in inode order */
+	int split_min;			/* split a directory's unlinks from */
+	int split_idle_min;		/* ... or from this with nothing queued */
+	/* Nodes a reader may hold scanned ahead on a chain (sched.c
+	 * run_phase2), and READY_ENTS_MAX entries. */
+	unsigned ahead_max;
+	unsigned win_max;		/* ordered runs: directories scanned
+					 * ahead of the walk (walk.c) */
+};
+
 /* ---- ctx.c -------------------------------------------------------------- */
 
 struct de__pacer;			/* pace.c's own */
@@ -202,10 +245,7 @@ struct de__run {
 	int waiting;			/* the calling thread waits on ctx->cv */
 	const struct de_hooks *hooks;
 	struct de_hooks nohooks;
-	int ordered;			/* walk the tree to emit */
-	int serial;			/* emitter removes (limit, dry run) */
-	int hookmode;			/* enter_dir set */
-	int global;			/* global.c's schedule */
+	struct de__plan plan;		/* policy.c's alone to write */
 	/* The batch walk (global.c, walk.c): an ordered run in the global
 	 * schedule; NULL otherwise.  The calling thread's. */
 	struct de__global *gwin;
@@ -216,7 +256,7 @@ struct de__run {
 	 * first; [1] those that children still open themselves from.
 	 * Empty between calls: a node leaves them when it is freed. */
 	struct de__node *idle[2], *idle_tail[2];
-	unsigned win_max, win_live;
+	unsigned win_live;		/* ordered runs: nodes in the window */
 	uint64_t pending_dirs;
 	struct de__node *live;
 	struct de__node *deferred;	/* stack head */
@@ -227,15 +267,6 @@ struct de__run {
 	struct de__node *root;
 	long long limit_left;		/* the calling thread's (de_limit_take) */
 	int limit_hit;
-	/* The plan for this call's file system (policy.c de__plan). */
-	unsigned run_threads;		/* workers allowed */
-	int split_min;			/* split a directory's unlinks from */
-	int split_idle_min;		/* ... or from this with nothing queued */
-	unsigned p2_gate;		/* policy.c p2_gate */
-	int p2_help;			/* policy.c p2_help */
-	/* Nodes a reader may hold scanned ahead on a chain (sched.c
-	 * run_phase2), and READY_ENTS_MAX entries. */
-	unsigned ahead_max;
 	struct de_summary sum;
 	struct de_progress prog;
 	uint64_t t0_ms;
@@ -318,6 +349,28 @@ struct de_ctx {
 	struct de__run run;		/* this de_remove() call */
 	struct de__sched sched;		/* sched.c's, across calls */
 };
+
+/* The plan's mode, asked as the code asks it: whether the calling thread
+ * walks the tree in canonical order (walk.c), whether it alone removes,
+ * and whether global.c's windows read the tree. */
+static inline int de__ordered(const de_ctx *ctx)
+{
+	enum de__mode m = ctx->run.plan.mode;
+
+	return m == DE__M_ORDERED || m == DE__M_SERIAL || m == DE__M_BATCH;
+}
+
+static inline int de__serial(const de_ctx *ctx)
+{
+	return ctx->run.plan.mode == DE__M_SERIAL;
+}
+
+static inline int de__global(const de_ctx *ctx)
+{
+	enum de__mode m = ctx->run.plan.mode;
+
+	return m == DE__M_GLOBAL || m == DE__M_BATCH;
+}
 
 /* Whether this is the thread in de_remove() (the calling thread), which
  * alone delivers reports, walks and frees nodes. */
@@ -541,9 +594,9 @@ void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
 
 /* policy.c */
-unsigned de__plan(de_ctx *ctx, long fstype);
+unsigned de__plan(de_ctx *ctx, long fstype, int sets);
 void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads);
-int de__serial_after_global(const de_ctx *ctx);
+void de__plan_hand_over(de_ctx *ctx);
 int de__dino_is_stat(long fstype);
 int de__dino_from_layer(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);

@@ -59,7 +59,7 @@ void de__wake(de_ctx *ctx)
  */
 void de__signal(de_ctx *ctx)
 {
-	if (ctx->run.ordered)
+	if (de__ordered(ctx))
 		de__wake(ctx);
 }
 

@@ -7,6 +7,8 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
+
 /*
  * What the engine knows of each file system, by statfs f_type: one row
  * each, the reasons in the functions below that read the columns.
@@ -332,58 +334,149 @@ static int p2_help(de_ctx *ctx, long fstype)
 	return fs_of(fstype)->help;
 }
 
+/* A directory's unlinks are split from this many files, or from
+ * SPLIT_IDLE_MIN with nothing queued (sched.c want_split). */
+#define SPLIT_MIN	8192
+#define SPLIT_IDLE_MIN	256
+/* Directories an ordered run scans ahead of the walk (walk.c). */
+#define WIN_MAX		256u
+
 /*
- * The run's schedule for a tree whose start directory is on fstype
- * (run.c de_remove): serial, and so ordered, where the file system wants
- * it (want_serial); the global schedule (global.c) where it is asked
- * for, or may pay, and not by itself where every request waits for a
- * server (latency_bound).  Ordered reports and a limit take the global
- * schedule as the batch walk (walk.c), which keeps the canonical order of
- * reports and the limit's exactness without the serial walk, and so do
- * the enter_dir and dispose hooks when they may run ahead of it
- * (DE_F_HOOKS_AHEAD); runs that decide entry by entry when its turn
- * comes (a dry run, ask_dir, and those hooks otherwise) keep the serial
- * or ordered walk.  Returns the workers the run wants; the caller fits
- * them to the pool and the fds, then calls de__plan_workers().
+ * The schedule of a run (internal.h, enum de__mode), and why.  Serial,
+ * and so ordered, where the file system wants it (want_serial).  Else
+ * the global schedule (global.c) where it is asked for, or may pay, and
+ * not by itself where every request waits for a server (latency_bound).
+ * Ordered reports and a limit take the global schedule as the batch walk
+ * (walk.c), which keeps the canonical order of reports and the limit's
+ * exactness without the serial walk, and so do the enter_dir and dispose
+ * hooks when they may run ahead of it (DE_F_HOOKS_AHEAD).  Runs that
+ * decide entry by entry when its turn comes (a dry run, ask_dir, and
+ * those hooks otherwise) keep the serial or ordered walk.
  */
-unsigned de__plan(de_ctx *ctx, long fstype)
+static enum de__mode choose(de_ctx *ctx, long fstype, int sets,
+			    const char **why)
 {
 	const struct de_hooks *h = ctx->run.hooks;
-	int ahead = !!(ctx->run.flags & DE_F_HOOKS_AHEAD);
-	int per_entry = ((ctx->run.hookmode || h->dispose) && !ahead) ||
-			h->ask_dir || (ctx->run.flags & DE_F_DRY_RUN);
-
-	if (want_serial(ctx, fstype)) {
-		ctx->run.serial = 1;
-		ctx->run.ordered = 1;
-		per_entry = 1;
-	}
-	ctx->run.global = !per_entry &&
+	const struct de__plan *p = &ctx->run.plan;
+	unsigned f = ctx->run.flags;
+	int dry = !!(f & DE_F_DRY_RUN);
+	int by_entry = dry || h->ask_dir ||
+		((p->dir_hooks || h->dispose) && !(f & DE_F_HOOKS_AHEAD));
+	/* The calling thread removes, or the batch walk does it for it. */
+	int serial = dry || h->ask_dir || h->dispose || p->limit;
+	int ordered = serial || sets || (f & DE_F_ORDERED) || p->dir_hooks;
+	int global = !by_entry &&
 		(ctx->cfg.schedule == DE_SCHED_GLOBAL ||
 		 (ctx->cfg.schedule == DE_SCHED_AUTO && !latency_bound(fstype)));
-	/* A limit or the hooks alone made the run serial: the batch walk
-	 * keeps what they need. */
-	if (ctx->run.global)
-		ctx->run.serial = 0;
-	ctx->run.split_min = ctx->run.serial ? 0x7fffffff : 8192;
-	ctx->run.split_idle_min = ctx->run.serial ? 0x7fffffff : 256;
-	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
+
+	if (want_serial(ctx, fstype)) {
+		*why = "one unlinker in canonical order pays here";
+		return DE__M_SERIAL;
+	}
+	if (global) {
+		*why = ctx->cfg.schedule == DE_SCHED_GLOBAL ? "asked for" :
+		       "a local file system";
+		return ordered ? DE__M_BATCH : DE__M_GLOBAL;
+	}
+	*why = dry ? "a dry run decides entry by entry" :
+	       by_entry ? "the hooks decide entry by entry" :
+	       ctx->cfg.schedule == DE_SCHED_DIRS ? "asked for" :
+	       "every request waits for a server";
+	return serial ? DE__M_SERIAL : ordered ? DE__M_ORDERED : DE__M_DIRS;
 }
 
 /*
- * Whether a run in the global schedule goes on as a serial walk when it
- * leaves it (the first reads were fast): with a limit, or hooks that the
- * serial walk serves in canonical order.
+ * Plan the run for a tree whose start directory is on fstype (run.c):
+ * its schedule, with the one it takes if the global schedule's probe
+ * hands the tree over, and the bounds it goes by.  sets: one run of
+ * de_remove_sets(), which the batch walk takes through its sets in turn.
+ * Returns the workers the run wants; the caller fits them to the pool and
+ * the fds, then calls de__plan_workers().
  */
-int de__serial_after_global(const de_ctx *ctx)
+unsigned de__plan(de_ctx *ctx, long fstype, int sets)
 {
-	return ctx->run.limit_left >= 0 || ctx->run.hookmode ||
-	       ctx->run.hooks->dispose != NULL;
+	struct de__plan *p = &ctx->run.plan;
+	int split;
+
+	p->fs = fs_of(fstype)->name;
+	p->dir_hooks = ctx->run.hooks->enter_dir != NULL;
+	p->limit = ctx->run.limit_left >= 0;
+	p->mode = p->planned = choose(ctx, fstype, sets, &p->why);
+	/* A hand-over leaves the serial walk what it serves in canonical
+	 * order: a limit and the hooks. */
+	p->after_probe = p->mode == DE__M_GLOBAL ? DE__M_DIRS :
+			 p->limit || p->dir_hooks || ctx->run.hooks->dispose ?
+			 DE__M_SERIAL : DE__M_ORDERED;
+	/* de_remove_sets() runs only where the device is known slow. */
+	p->probe = de__global(ctx) && ctx->cfg.schedule == DE_SCHED_AUTO &&
+		   !sets;
+	p->handed = 0;
+	p->inode_sort = de__want_inode_sort(ctx, fstype);
+	split = p->mode != DE__M_SERIAL && de__want_split(ctx, fstype);
+	p->split_min = split ? SPLIT_MIN : 0x7fffffff;
+	p->split_idle_min = split ? SPLIT_IDLE_MIN : 0x7fffffff;
+	/*
+	 * Nodes a scanning thread may hold scanned ahead of the unlinker
+	 * on a chain (sched.c run_phase2): each keeps a pinned fd, so a
+	 * quarter of the fd budget (de__ctx_start()), at most 32 (one
+	 * wake-up of the reader per 32 directories, not one per directory).
+	 */
+	p->ahead_max = (unsigned)ctx->fd_budget / 4;
+	if (p->ahead_max > 32)
+		p->ahead_max = 32;
+	if (p->ahead_max < 1)
+		p->ahead_max = 1;
+	p->win_max = WIN_MAX;
+	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
+}
+
+/* The probe found the reads fast (global.c hand_over): the pool takes
+ * the tree, the run goes on in the mode planned for it. */
+void de__plan_hand_over(de_ctx *ctx)
+{
+	struct de__plan *p = &ctx->run.plan;
+
+	p->mode = p->after_probe;
+	p->handed = 1;
 }
 
 /* With threads workers: phase 2's gate and whether a reader helps. */
 void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads)
 {
-	ctx->run.p2_gate = threads > 1 ? p2_gate(ctx, fstype) : 0;
-	ctx->run.p2_help = p2_help(ctx, fstype);
+	ctx->run.plan.threads = threads;
+	ctx->run.plan.p2_gate = threads > 1 ? p2_gate(ctx, fstype) : 0;
+	ctx->run.plan.p2_help = p2_help(ctx, fstype);
+}
+
+static const char *const mode_name[] = {
+	[DE__M_DIRS] = "directory by directory",
+	[DE__M_ORDERED] = "directory by directory, reports in order",
+	[DE__M_SERIAL] = "serial walk",
+	[DE__M_GLOBAL] = "global windows",
+	[DE__M_BATCH] = "batch walk (global windows, reports in order)",
+};
+
+/* See delete_engine.h. */
+int de_explain(const de_ctx *ctx, char *buf, size_t len)
+{
+	const struct de__plan *p;
+	char probe[80] = "";
+
+	if (!ctx || !ctx->run.plan.fs)
+		return -EINVAL;
+	p = &ctx->run.plan;
+	if (p->handed)
+		snprintf(probe, sizeof(probe), "; first reads fast: %s",
+			 mode_name[p->mode]);
+	else if (p->probe)
+		snprintf(probe, sizeof(probe), "; if the first reads are "
+			 "fast: %s", mode_name[p->after_probe]);
+	return snprintf(buf, len, "%s: %s (%s)%s; %u worker%s, gate %u%s, "
+			"%s order%s%s%s", p->fs, mode_name[p->planned], p->why,
+			probe, p->threads, p->threads == 1 ? "" : "s",
+			p->p2_gate, p->p2_help ? ", reader helps" : "",
+			p->inode_sort ? "inode" : "listing",
+			p->split_min < 0x7fffffff ? ", splits huge directories" :
+			"", p->limit ? ", a limit" : "",
+			p->dir_hooks ? ", enter_dir" : "");
 }

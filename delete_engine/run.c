@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define WIN_MAX 256u
-
 /* After a cancel: let everything started finish, start nothing new. */
 static void drain_cancel(de_ctx *ctx)
 {
@@ -32,7 +30,7 @@ static void drain_cancel(de_ctx *ctx)
 			de__task(&c->work, ctx->caller_buf);
 			pthread_mutex_lock(&ctx->mu);
 		}
-		if (ctx->run.hookmode && !ctx->run.serial) {
+		if (ctx->run.plan.dir_hooks && !de__serial(ctx)) {
 			for (c = ctx->run.live; c; c = c->lnext) {
 				if (c->state == NS_SCANNED && !c->p2sub &&
 				    c != ctx->run.root) {
@@ -46,7 +44,7 @@ static void drain_cancel(de_ctx *ctx)
 			}
 		}
 		if (!again) {
-			if (ctx->run.serial ? ctx->run.scans_inflight == 0 :
+			if (de__serial(ctx) ? ctx->run.scans_inflight == 0 :
 			    ctx->run.root->state == NS_FINAL) {
 				pthread_mutex_unlock(&ctx->mu);
 				return;
@@ -136,28 +134,10 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 
 	memset(&ctx->run.nohooks, 0, sizeof(ctx->run.nohooks));
 	ctx->run.hooks = hooks ? hooks : &ctx->run.nohooks;
-	ctx->run.hookmode = ctx->run.hooks->enter_dir != NULL;
-	ctx->run.serial = (flags & DE_F_DRY_RUN) || max_delete >= 0 ||
-		      ctx->run.hooks->dispose != NULL ||
-		      ctx->run.hooks->ask_dir != NULL;
-	ctx->run.ordered = (flags & DE_F_ORDERED) || ctx->run.serial ||
-			   ctx->run.hookmode;
 	ctx->run.limit_left = max_delete >= 0 ? max_delete : -1;
 	ctx->run.limit_hit = 0;
 	__atomic_store_n(&ctx->run.cancel, 0, __ATOMIC_RELAXED);
 	ctx->run.nfds = 0;
-	/*
-	 * Nodes a scanning thread may hold scanned ahead of the unlinker
-	 * on a chain (sched.c run_phase2): each keeps a pinned fd, so a
-	 * quarter of the fd budget (de__ctx_start()), at most 32 (one
-	 * wake-up of the reader per 32 directories, not one per directory).
-	 */
-	ctx->run.ahead_max = (unsigned)ctx->fd_budget / 4;
-	if (ctx->run.ahead_max > 32)
-		ctx->run.ahead_max = 32;
-	if (ctx->run.ahead_max < 1)
-		ctx->run.ahead_max = 1;
-	ctx->run.win_max = WIN_MAX;
 	ctx->run.win_live = 0;
 	ctx->run.scans_inflight = 0;
 	ctx->run.live = NULL;
@@ -223,13 +203,13 @@ static int new_root(de_ctx *ctx, struct de__node *parent, int dirfd,
 
 /* How many workers this run may use, and the plan for its file system
  * (policy.c de__plan). */
-static void plan_run(de_ctx *ctx, long fstype)
+static void plan_run(de_ctx *ctx, long fstype, int sets)
 {
-	unsigned t = de__plan(ctx, fstype);
+	unsigned t = de__plan(ctx, fstype, sets);
 
 	/* More workers than CPUs only where they wait on a server, and
 	 * only where they unlink. */
-	if (t > ctx->pool.nthreads && !ctx->cfg.threads && !ctx->run.serial)
+	if (t > ctx->pool.nthreads && !ctx->cfg.threads && !de__serial(ctx))
 		de__ctx_grow(ctx, t);
 	if (t > ctx->pool.nthreads)
 		t = ctx->pool.nthreads;
@@ -239,8 +219,20 @@ static void plan_run(de_ctx *ctx, long fstype)
 	if (t > 1 && (unsigned)ctx->fd_budget < 2 * t)
 		t = ctx->fd_budget > 2 ? (unsigned)ctx->fd_budget / 2 : 1;
 	de__pool_limit(&ctx->pool, t);
-	ctx->run.run_threads = t;
 	de__plan_workers(ctx, fstype, t);
+}
+
+/* See delete_engine_test.h. */
+int de_test_plan(de_ctx *ctx, long fstype, const struct de_hooks *hooks,
+		 const struct de_opts *opts, char *buf, size_t len)
+{
+	int rc = de__ctx_start(ctx);
+
+	if (rc)
+		return rc;
+	reset_run(ctx, hooks, opts);
+	plan_run(ctx, fstype, 0);
+	return de_explain(ctx, buf, len);
 }
 
 /* Wait for the run to end, free what is left, and say how it went. */
@@ -248,7 +240,7 @@ static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
 {
 	if (de__cancelled(ctx))
 		drain_cancel(ctx);
-	else if (!ctx->run.serial)
+	else if (!de__serial(ctx))
 		de__wait_state(ctx, r, NS_FINAL);
 	/* No worker is still leaving its last item when this returns: the
 	 * caller may fork() (pool.c). */
@@ -295,23 +287,29 @@ static int remove_set(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		return rc;
 	r->set = set;
 	ctx->run.root = r;
-	plan_run(ctx, r->fstype);
-	rc = add_targets(ctx, r, dirfd, targets, n, ctx->run.global);
+	plan_run(ctx, r->fstype, 0);
+	rc = add_targets(ctx, r, dirfd, targets, n, de__global(ctx));
 	if (rc) {
 		de__node_free(ctx, r);
 		ctx->run.root = NULL;
 		return rc;
 	}
-	if (ctx->run.serial)
+	switch (ctx->run.plan.mode) {
+	case DE__M_SERIAL:
 		de__prepare_serial(ctx, r);
-	else if (ctx->run.global && ctx->run.ordered)
-		batch = de__batch_start(ctx, r, &g, &b,
-				    ctx->cfg.schedule == DE_SCHED_AUTO);
-	else if (ctx->run.global)
+		break;
+	case DE__M_BATCH:
+		batch = de__batch_start(ctx, r, &g, &b, ctx->run.plan.probe);
+		break;
+	case DE__M_GLOBAL:
 		de__run_global(ctx, r);
-	else
+		break;
+	case DE__M_DIRS:
+	case DE__M_ORDERED:
 		de__phase2(ctx, r, 0);
-	if (ctx->run.ordered) {
+		break;
+	}
+	if (de__ordered(ctx)) {
 		/* The root's fd is never closed: it needs no pin to start. */
 		if (de__ordered_walk(ctx, r, -1) >= 0)
 			de__node_unpin(ctx, r);
@@ -462,9 +460,8 @@ int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 	if (!rc) {
 		r->dev = b0->dev;
 		r->fstype = b0->fstype;
-		ctx->run.ordered = 1;
-		plan_run(ctx, r->fstype);
-		if (!ctx->run.global || ctx->run.serial)
+		plan_run(ctx, r->fstype, 1);
+		if (ctx->run.plan.mode != DE__M_BATCH)
 			rc = 1;		/* the plan says not here */
 	}
 	if (rc) {

@@ -256,7 +256,7 @@ static void read_listing(de_ctx *ctx, struct de__node *n, int fd, void *buf)
 			e->mode = st.mode;
 		}
 	}
-	if (ctx->run.ordered)
+	if (de__ordered(ctx))
 		de__sort_canonical(ctx, n);
 }
 
@@ -288,7 +288,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	}
 	de__lock(ctx);
 	n->state = NS_SCANNED;
-	if (ctx->run.serial)
+	if (de__serial(ctx))
 		ctx->run.scans_inflight--;
 	/*
 	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
@@ -300,7 +300,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	 * under the lock that publishes NS_SCANNED, so that drain_cancel()
 	 * never starts it a second time.
 	 */
-	finish = ctx->run.hookmode && !ctx->run.serial && n->skip_scan;
+	finish = ctx->run.plan.dir_hooks && !de__serial(ctx) && n->skip_scan;
 	if (finish)
 		n->p2sub = 1;
 	de__signal(ctx);

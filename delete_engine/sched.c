@@ -330,7 +330,7 @@ static void files_done(de_ctx *ctx, struct de__node *n, uint32_t *idx)
 	last = --n->chunks == 0;
 	if (last) {
 		n->state = NS_FILES;
-		if (!ctx->run.ordered && n->nents)
+		if (!de__ordered(ctx) && n->nents)
 			ev_push(ctx, n, DE__EV_FILES);
 		de__signal(ctx);
 	}
@@ -362,18 +362,18 @@ static void chunk_task(struct de__work *w, void *buf)
 void de__schedule(de_ctx *ctx, struct de__node *c)
 {
 	de__lock(ctx);
-	if (ctx->run.ordered && ctx->run.win_live >= ctx->run.win_max) {
+	if (de__ordered(ctx) && ctx->run.win_live >= ctx->run.plan.win_max) {
 		c->deferred = 1;
 		DLIST_PUSH(ctx->run.deferred, c, dnext, dprev);
 		de__unlock(ctx);
 		return;
 	}
 	c->state = NS_QUEUED;
-	if (ctx->run.ordered) {
+	if (de__ordered(ctx)) {
 		c->inwin = 1;
 		ctx->run.win_live++;
 	}
-	if (ctx->run.serial)
+	if (de__serial(ctx))
 		ctx->run.scans_inflight++;
 	c->work.fn = de__task;
 	de__unlock(ctx);
@@ -394,7 +394,7 @@ void de__undefer(de_ctx *ctx, struct de__node *c, int in_window)
 		c->inwin = 1;
 		ctx->run.win_live++;
 	}
-	if (ctx->run.serial)
+	if (de__serial(ctx))
 		ctx->run.scans_inflight++;
 }
 
@@ -404,7 +404,7 @@ void de__pump(de_ctx *ctx)
 	struct de__node *c;
 
 	de__lock(ctx);
-	while ((c = ctx->run.deferred) && ctx->run.win_live < ctx->run.win_max &&
+	while ((c = ctx->run.deferred) && ctx->run.win_live < ctx->run.plan.win_max &&
 	       !de__cancelled(ctx)) {
 		de__undefer(ctx, c, 1);
 		c->work.fn = de__task;
@@ -579,15 +579,15 @@ void de__files_run(de_ctx *ctx, struct de__node *n, int fd)
  * least DE__CHUNK_MIN files): with at least split_min of them, or with
  * split_idle_min when no task is queued, which the other workers would
  * otherwise wait for (with tasks queued they are better spent on other
- * directories).  See README, "Heuristics".
+ * directories).  policy.c de__plan sets the bounds where
+ * splitting pays at all.
  */
-static int want_split(de_ctx *ctx, struct de__node *n, size_t k)
+static int want_split(de_ctx *ctx, size_t k)
 {
-	return (k >= (size_t)ctx->run.split_min ||
-		(k >= (size_t)ctx->run.split_idle_min &&
+	return (k >= (size_t)ctx->run.plan.split_min ||
+		(k >= (size_t)ctx->run.plan.split_idle_min &&
 		 __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) == 0)) &&
-	       ctx->run.run_threads > 1 && k >= 2 * DE__CHUNK_MIN &&
-	       de__want_split(ctx, n->fstype);
+	       ctx->run.plan.threads > 1 && k >= 2 * DE__CHUNK_MIN;
 }
 
 /*
@@ -599,7 +599,7 @@ static int want_split(de_ctx *ctx, struct de__node *n, size_t k)
 static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 			  uint32_t *idx, size_t k)
 {
-	unsigned nch = ctx->run.run_threads, i;
+	unsigned nch = ctx->run.plan.threads, i;
 	size_t per, start;
 
 	if (k / nch < DE__CHUNK_MIN)
@@ -695,7 +695,7 @@ void de__phase2(de_ctx *ctx, struct de__node *n, int pinned)
 		de__node_release(ctx, n, pinned);
 		return;
 	}
-	if (idx && want_split(ctx, n, k))
+	if (idx && want_split(ctx, k))
 		k = split_files(ctx, n, fd, idx, k);
 	unlink_range(ctx, n, fd, idx, k);
 	files_done(ctx, n, idx);
@@ -756,7 +756,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		n->state = NS_FINAL;
 		if (res != DE_R_REMOVED && res != DE_R_VANISHED)
 			p->kept = 1;
-		if (!ctx->run.ordered)
+		if (!de__ordered(ctx))
 			ev_push(ctx, n, DE__EV_SELF);
 		de__signal(ctx);
 		de__unlock(ctx);
@@ -768,7 +768,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 
 /*
  * Look-ahead bounds of a scanning thread along a chain (run_phase2): at
- * most ctx->run.ahead_max scanned nodes (each holds a pinned fd; see
+ * most ctx->run.plan.ahead_max scanned nodes (each holds a pinned fd; see
  * run.c reset_run) and READY_ENTS_MAX listed entries (about 40 bytes
  * plus the name each) wait on the ready queue.
  */
@@ -781,8 +781,8 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
  */
 static int take_child(de_ctx *ctx, struct de__node *c)
 {
-	if (ctx->run.ordered) {
-		if (ctx->run.win_live >= ctx->run.win_max)
+	if (de__ordered(ctx)) {
+		if (ctx->run.win_live >= ctx->run.plan.win_max)
 			return 0;
 		c->inwin = 1;
 		ctx->run.win_live++;
@@ -812,15 +812,15 @@ static struct de__node *first_child(struct de__node *n)
  */
 static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
 {
-	unsigned gate = ctx->run.p2_gate;
+	unsigned gate = ctx->run.plan.p2_gate;
 	struct de__node *c;
 	size_t i;
 
-	if (!gate || ctx->run.hookmode || n->skip_scan || de__cancelled(ctx) ||
+	if (!gate || ctx->run.plan.dir_hooks || n->skip_scan || de__cancelled(ctx) ||
 	    __atomic_load_n(&ctx->sched.p2_active, __ATOMIC_RELAXED) <= 0 ||
 	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) >= gate ||
 	    __atomic_load_n(&ctx->sched.nready, __ATOMIC_RELAXED) >=
-	    ctx->run.ahead_max ||
+	    ctx->run.plan.ahead_max ||
 	    __atomic_load_n(&ctx->sched.ready_ents, __ATOMIC_RELAXED) >=
 	    READY_ENTS_MAX)
 		return NULL;
@@ -865,7 +865,7 @@ static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
 /*
  * Phase 2 of scanned node n (pinned: n is pinned), under phase-2
  * admission.  A thread may start unlinking when no other thread is, or
- * when at least ctx->run.p2_gate directory tasks are queued (the tree is wide
+ * when at least ctx->run.plan.p2_gate directory tasks are queued (the tree is wide
  * here: there is independent work for every worker).  Otherwise n goes on
  * the ready queue, and the thread already in phase 2 takes it when done
  * with its own directory, so a narrow tree runs as a pipeline: one thread
@@ -881,15 +881,15 @@ static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
  * tasks are queued, the ready queue has room), the scanning thread makes
  * n's children itself, queues all but the first and returns the first,
  * which de__task scans next on the same thread without a hand-off: along
- * a chain it runs up to ctx->run.ahead_max directories ahead while the
+ * a chain it runs up to ctx->run.plan.ahead_max directories ahead while the
  * unlinker takes them from the queue in order.  When the queue is full,
- * n's children are left to its phase 2 (or, with ctx->run.p2_help, the
+ * n's children are left to its phase 2 (or, with ctx->run.plan.p2_help, the
  * reader unlinks it itself).  Returns the child to scan next, or NULL.
  */
 static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 				   int pinned)
 {
-	unsigned gate = ctx->run.p2_gate;
+	unsigned gate = ctx->run.plan.p2_gate;
 	struct de__node *c = read_ahead(ctx, n);
 
 	de__lock(ctx);
@@ -898,15 +898,15 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 		/*
 		 * The queue is full: the reader is ahead_max directories
 		 * ahead and would sleep until the unlinker catches up.
-		 * Where a second unlinker pays (ctx->run.p2_help, policy.c
+		 * Where a second unlinker pays (ctx->run.plan.p2_help, policy.c
 		 * p2_help), it unlinks this directory itself, the
 		 * deepest scanned, far from the unlinker's, then goes on
 		 * reading from the child phase 2 queues.  It is not
 		 * counted in p2_active: it does not empty the ready queue,
 		 * so nodes must not be put there on its account.
 		 */
-		if (ctx->run.p2_help && !n->early &&
-		    ctx->sched.nready >= ctx->run.ahead_max) {
+		if (ctx->run.plan.p2_help && !n->early &&
+		    ctx->sched.nready >= ctx->run.plan.ahead_max) {
 			de__unlock(ctx);
 			de__phase2(ctx, n, pinned);
 			return NULL;
@@ -951,7 +951,7 @@ void de__task(struct de__work *w, void *buf)
 	de__lock(ctx);
 	n->state = NS_RUNNING;
 	de__unlock(ctx);
-	if (ctx->run.serial || ctx->run.hookmode) {
+	if (de__serial(ctx) || ctx->run.plan.dir_hooks) {
 		de__scan(ctx, n, buf, 0);
 		return;
 	}

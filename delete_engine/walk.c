@@ -300,7 +300,7 @@ static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
 
 static int walk_pins(const de_ctx *ctx)
 {
-	return ctx->run.serial && ctx->fd_budget >= WALK_PIN_BUDGET &&
+	return de__serial(ctx) && ctx->fd_budget >= WALK_PIN_BUDGET &&
 	       (!(ctx->run.flags & DE_F_DRY_RUN) || ctx->run.hooks->dispose);
 }
 
@@ -414,11 +414,11 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 		/* The batch walk's reader entered n as it read it (global.c
 		 * read_window); so did the first window of a run it handed
 		 * over. */
-		if (ctx->run.hookmode && !n->hooked && !de__cancelled(ctx))
+		if (ctx->run.plan.dir_hooks && !n->hooked && !de__cancelled(ctx))
 			de__enter_dir(ctx, n);
-		if (ctx->run.serial) {
+		if (de__serial(ctx)) {
 			de__prepare_serial(ctx, n);
-		} else if (ctx->run.hookmode && !ctx->run.batch) {
+		} else if (ctx->run.plan.dir_hooks && !ctx->run.batch) {
 			pthread_mutex_lock(&ctx->mu);
 			n->p2sub = 1;
 			n->work.fn = de__p2task;
@@ -426,7 +426,7 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			de__pool_submit(&ctx->pool, &n->work, 1);
 		}
 	}
-	if (!ctx->run.serial && !ctx->run.batch)
+	if (!de__serial(ctx) && !ctx->run.batch)
 		de__wait_state(ctx, n, NS_P2);
 	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
 		struct de__ent *e = &n->ents[i];
@@ -462,7 +462,7 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			    (!c->skip_scan || de__unopened_for_perm(c)) &&
 			    !c->kept && ctx->run.limit_left != 0)
 				(void)ask_dir(ctx, n, nfd, c, 1);
-			if (ctx->run.serial)
+			if (de__serial(ctx))
 				serial_dir(ctx, c);
 			else
 				de__wait_state(ctx, c, NS_FINAL);
@@ -471,7 +471,7 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 			de__emit_free(ctx, c);
 			de__pump(ctx);
 		} else {
-			if (ctx->run.serial)
+			if (de__serial(ctx))
 				serial_file(ctx, n, e, nfd);
 			else
 				de__wait_state(ctx, n, NS_FILES);
@@ -496,7 +496,7 @@ void de__run_global(de_ctx *ctx, struct de__node *r)
 	struct de__global g;
 	int more;
 
-	de__global_start(ctx, &g, r, ctx->cfg.schedule == DE_SCHED_AUTO);
+	de__global_start(ctx, &g, r, ctx->run.plan.probe);
 	do {
 		more = de__global_step(ctx, &g);
 		pthread_mutex_lock(&ctx->mu);
@@ -518,13 +518,10 @@ int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
 	ctx->run.gwin = g;
 	if (de__global_read(ctx, g) < 0) {
 		ctx->run.gwin = NULL;
-		ctx->run.global = 0;
-		/* A limit or hooks: the serial walk, as planned without
-		 * the global schedule (policy.c de__plan). */
-		if (de__serial_after_global(ctx)) {
-			ctx->run.serial = 1;
+		/* A limit or hooks: the serial walk (policy.c
+		 * de__plan_hand_over). */
+		if (de__serial(ctx))
 			de__prepare_serial(ctx, r);
-		}
 		return 0;
 	}
 	de__batch_init(b, g);

@@ -78,6 +78,7 @@ struct rm_opts {
 	int stdin_tty;		/* or ---presume-input-tty */
 	int one_fs;
 	int preserve_root, preserve_all_root;
+	int explain;		/* de-rm --explain */
 };
 
 /* One operand's removal, as the hooks see it. */
@@ -453,6 +454,8 @@ static void help(void)
 	      "                          or directory by directory (default: auto)\n"
 	      "  -W N                  global windows of at most N directory blocks\n"
 	      "  --rate=N, --burst=N   removals a second, in bursts of N\n"
+	      "  --explain             print each operand's plan: the schedule\n"
+	      "                          and why (de_explain())\n"
 #endif
 	      "      --help            display this help and exit\n"
 	      "      --version         output version information and exit\n"
@@ -468,7 +471,7 @@ static void help(void)
 
 enum { OPT_ONE_FS = 256, OPT_PRESERVE_ROOT, OPT_NO_PRESERVE_ROOT, OPT_POLITE,
        OPT_INTERACTIVE, OPT_PRESUME_TTY, OPT_HELP, OPT_VERSION, OPT_RATE,
-       OPT_BURST };
+       OPT_BURST, OPT_EXPLAIN };
 
 static const struct option longopts[] = {
 	{ "dir", no_argument, NULL, 'd' },
@@ -487,6 +490,7 @@ static const struct option longopts[] = {
 #ifdef DE_RM_MEASURE
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 #endif
 	{ NULL, 0, NULL, 0 }
 };
@@ -754,6 +758,15 @@ static int remove_one(de_ctx *ctx, const char *operand,
 	t.type = de_type_of_mode(st.st_mode);
 	t.ino = st.st_ino;
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
+#ifdef DE_RM_MEASURE
+	if (x->explain) {
+		char plan[256];
+
+		if (de_explain(ctx, plan, sizeof(plan)) >= 0)
+			fprintf(stderr, "%s: plan for %s: %s\n", prog, show,
+				plan);
+	}
+#endif
 	if (rc && rc != -EIO && rc != -EDQUOT) {
 		say("cannot remove ", show, NULL, -rc);
 	} else if (!o.failed) {
@@ -882,6 +895,7 @@ int main(int argc, char **argv)
 		case 'W': win_blocks = (size_t)atol(optarg); break;
 		case OPT_RATE: cfg.rate = (unsigned)atoi(optarg); break;
 		case OPT_BURST: cfg.rate_burst = (unsigned)atoi(optarg); break;
+		case OPT_EXPLAIN: x.explain = 1; break;
 #endif
 		default:
 			diagnose_leading_hyphen(argc, argv);
