@@ -192,9 +192,9 @@ static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 /*
  * Let go of the pins the window holds on its directories, taken as each
  * was read so that reading a child and unlinking the files find its fd
- * held (flush hands them to de__files_run instead).  Pinned for each file,
- * a directory whose fd was closed for the budget was reopened from its
- * nearest held ancestor every time: a chain deeper than the budget took
+ * held (flush hands them to the unlink phase, DE__P2_LEFT, instead).
+ * Pinned for each file, a directory whose fd was closed for the budget
+ * was reopened from its nearest held ancestor every time: a chain deeper than the budget took
  * minutes (test/deep_reopens.c).
  */
 static void unpin_window(de_ctx *ctx, struct de__global *g)
@@ -213,7 +213,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	size_t nv = 0, i, k;
 
 	/* Nothing of a directory that left the tree since it was read is
-	 * removed (sched.c de__check_place).  The window is in depth-first
+	 * removed (unlink.c de__check_place).  The window is in depth-first
 	 * order, so a parent is told before its children. */
 	for (k = 0; k < g->nwin; k++)
 		(void)de__check_place(ctx, g->win[k]);
@@ -237,8 +237,8 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	}
 	if (v)
 		qsort(v, nv, sizeof(*v), by_ino);
-	/* Without memory for the order, de__files_run() below unlinks each
-	 * directory's files as listed, as sched.c does. */
+	/* Without memory for the order, the unlink phase below
+	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
 	for (i = 0; i < nv; i++) {
 		struct de__node *n = v[i].n;
 		struct de__ent *e = &n->ents[v[i].i];
@@ -267,7 +267,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	/* Deepest first: a directory goes as soon as its last child does,
 	 * the window's pin on it handed over. */
 	for (k = g->nwin; k-- > 0;)
-		de__files_run(ctx, g->win[k], g->wfd[k] >= 0 ? g->wfd[k] : -1);
+		de__unlink_phase(ctx, g->win[k], g->wfd[k] >= 0, DE__P2_LEFT);
 	g->nwin = 0;
 	g->ents = 0;
 	g->blocks = 0;
@@ -308,7 +308,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	else if (de__ordered(ctx))
 		g->probing = 0;	/* no hand-over without the whole window */
 	else
-		de__files_run(ctx, root, -1);
+		de__unlink_phase(ctx, root, 0, DE__P2_LEFT);
 }
 
 /*
@@ -364,17 +364,16 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 		struct de__node *n = g->win[k];
 
 		if (n->skip_scan) {
-			de__phase2(ctx, n, 0);
+			de__unlink_phase(ctx, n, 0, DE__P2_NOW);
 			continue;
 		}
 		n->early = 1;
-		n->work.fn = de__files_task;
-		de__pool_submit(&ctx->pool, &n->work, 1);
+		de__unlink_phase(ctx, n, 0, DE__P2_POOL);
 	}
 	g->nstack = g->nwin = 0;
 	if (mine) {
 		mine->early = 1;
-		de__phase2(ctx, mine, 0);
+		de__unlink_phase(ctx, mine, 0, DE__P2_NOW);
 	}
 }
 
@@ -426,7 +425,7 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 		if (n->skip_scan || de__cancelled(ctx)) {
 			/* Not entered (a mount point, a failed open) or
 			 * cancelled: sched.c finishes it at once. */
-			de__phase2(ctx, n, pinned);
+			de__unlink_phase(ctx, n, pinned, DE__P2_NOW);
 			continue;
 		}
 		/* The enter_dir hook decides which children are made.  The
@@ -444,7 +443,8 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 			if (batch)
 				g->probing = 0;
 			else
-				de__files_run(ctx, n, pinned ? fd : -1);
+				de__unlink_phase(ctx, n, pinned,
+						 DE__P2_LEFT);
 			continue;
 		}
 		g->ents += n->nents;
@@ -564,7 +564,7 @@ int de__batch_full(const struct de__batch *b)
 
 /*
  * Check that each directory of the batch is still in its place before
- * anything of it is removed (sched.c de__check_place), first, while the
+ * anything of it is removed (unlink.c de__check_place), first, while the
  * batch holds no pins: under a tight fd limit a check needs fds of its
  * own.  Then pin them, in the order the walk reached them.  The walk goes
  * up the tree from one run to the next, so each is reopened, if its fd

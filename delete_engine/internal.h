@@ -9,6 +9,7 @@
 #endif
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -149,7 +150,7 @@ struct de__node {
 	int early;		/* children made and scheduled by the thread
 				 * that scanned n (sched.c run_phase2), so
 				 * phase 2 must not make them again */
-	int placed;		/* sched.c de__check_place (atomic): 0 not
+	int placed;		/* unlink.c de__check_place (atomic): 0 not
 				 * checked, 1 in its parent, 2 moved out */
 	int hooked;		/* DE__HOOK_*: enter_dir/leave_dir called
 				 * (the calling thread; scan.c) */
@@ -178,12 +179,9 @@ struct de__node {
 #define DE__EV_FILES	1
 #define DE__EV_SELF	2
 
-struct de__chunk {
-	struct de__work work;
-	struct de__node *node;
-	uint32_t *idx;		/* shared; freed by the last chunk */
-	size_t start, n;
-};
+/* The node whose work item w is. */
+#define DE__NODE_OF(w) \
+	((struct de__node *)((char *)(w) - offsetof(struct de__node, work)))
 
 /* ---- policy.c: the plan of a run ---------------------------------- */
 
@@ -283,7 +281,7 @@ struct de__run {
 	pthread_t caller;		/* the thread in de_remove() */
 	unsigned caller_ticks;		/* its removals (sched.c) */
 	/* Lets the run deliver progress from the calling thread while it
-	 * makes removals itself (sched.c de__remove_at, every 64th): a call
+	 * makes removals itself (unlink.c de__remove_at, every 64th): a call
 	 * up the layers, through a pointer (README.md, "Layers"). */
 	void (*tick)(de_ctx *ctx);
 };
@@ -478,16 +476,7 @@ void de__leave_dir(de_ctx *ctx, struct de__node *n);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
 
-/* sched.c: the parallel schedule */
-int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
-void de__prepare_serial(de_ctx *ctx, struct de__node *n);
-void de__phase2(de_ctx *ctx, struct de__node *n, int pinned);
-void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
-void de__schedule(de_ctx *ctx, struct de__node *n);
-void de__pump(de_ctx *ctx);
-void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
-void de__task(struct de__work *w, void *buf);
-void de__p2task(struct de__work *w, void *buf);
+/* unlink.c: removing what a directory holds, and the directory */
 int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 		  int pace);
 int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
@@ -498,11 +487,46 @@ int de__unopened_for_perm(const struct de__node *n);
 int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
 		     int *op, int *err);
 int de__check_place(de_ctx *ctx, struct de__node *n);
+void de__node_keep(de_ctx *ctx, struct de__node *n);
+void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
+enum de__files {
+	DE__FILES_NONE,		/* nothing to unlink */
+	DE__FILES_LISTED,	/* in listing order (what is left) */
+	DE__FILES_SORTED,	/* in one inode order, split when huge */
+};
+/*
+ * Unlink n's files through fd, n's fd (pinned: the caller's pin, handed
+ * over) or the negative errno of getting it, publish them (NS_FILES) and
+ * drop n's own reference.  The end of every unlink phase (sched.c).
+ */
+void de__unlink_files(de_ctx *ctx, struct de__node *n, int fd, int pinned,
+		      enum de__files what);
+
+/* sched.c: the parallel schedule */
+int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+void de__prepare_serial(de_ctx *ctx, struct de__node *n);
+void de__schedule(de_ctx *ctx, struct de__node *n);
+void de__pump(de_ctx *ctx);
+void de__undefer(de_ctx *ctx, struct de__node *c, int in_window);
+void de__task(struct de__work *w, void *buf);
 void de__make_children(de_ctx *ctx, struct de__node *n);
 void de__node_running(de_ctx *ctx, struct de__node *n);
-void de__node_keep(de_ctx *ctx, struct de__node *n);
-void de__files_run(de_ctx *ctx, struct de__node *n, int fd);
-void de__files_task(struct de__work *w, void *buf);
+/*
+ * The unlink phase (phase 2) of scanned node n: make and schedule its
+ * children, unlink its files, drop its own reference.  How, by kind:
+ *   NOW         here, now: the calling thread, a node not entered, a
+ *               window's last huge directory
+ *   LEFT        here, of a node whose files the global schedule
+ *               unlinked: what is left of them (children made already)
+ *   POOL        on a worker, bypassing the gate: a window's nodes
+ *               handed over (children made and scheduled: n->early)
+ *   POOL_GATED  on a worker, under phase-2 admission (run_phase2):
+ *               hook mode, once enter_dir decided
+ * pinned: the caller's pin of n, handed over (0 for the POOL kinds).
+ */
+enum de__p2 { DE__P2_NOW, DE__P2_LEFT, DE__P2_POOL, DE__P2_POOL_GATED };
+void de__unlink_phase(de_ctx *ctx, struct de__node *n, int pinned,
+		      enum de__p2 kind);
 
 /* global.c: the calling thread reads a window of the tree, then unlinks
  * its files in one inode order.  start takes the root (targets added),
@@ -577,7 +601,7 @@ void de__batch_free(de_ctx *ctx, struct de__batch *b);
  * DE_R_VANISHED (ENOENT: someone else removed the entry, or the directory
  * that held it, after it was listed; stock rsync, which goes by path,
  * sees the same) or DE_R_FAILED with *err set.  Inline: it runs once per
- * unlinked file (sched.c unlink_range).
+ * unlinked file (unlink.c unlink_range).
  */
 static inline int de__rm_result(int rc, int *err)
 {

@@ -4,7 +4,7 @@
  * One node per directory in progress (not per file), on the live list.
  * A node holds a reference for itself and one per child directory or
  * unlink chunk still running; whoever drops the last one removes the
- * directory (sched.c de__node_release).
+ * directory (unlink.c de__node_release).
  *
  * A node's fd is held only while someone pins it, or while it is cached:
  * an fd that no one pins is idle, on one of the idle lists (most
@@ -29,7 +29,7 @@
  *
  * The tree lock (ctx->mu) protects the live list, the idle lists and
  * each node's fd, pins, idle, unopened and refs.  A node pinned by
- * raising pins directly (walk.c serial_dir, sched.c split_files) may stay
+ * raising pins directly (walk.c serial_dir, unlink.c split_files) may stay
  * on an idle list until it is unpinned: whoever takes one from a list
  * checks that it still holds an fd and has no pin.
  */

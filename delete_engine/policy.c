@@ -335,7 +335,7 @@ static int p2_help(de_ctx *ctx, long fstype)
 }
 
 /* A directory's unlinks are split from this many files, or from
- * SPLIT_IDLE_MIN with nothing queued (sched.c want_split). */
+ * SPLIT_IDLE_MIN with nothing queued (unlink.c want_split). */
 #define SPLIT_MIN	8192
 #define SPLIT_IDLE_MIN	256
 /* Directories an ordered run scans ahead of the walk (walk.c). */

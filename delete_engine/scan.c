@@ -93,7 +93,7 @@ static int add_cb(void *arg, const char *name, size_t len, uint64_t ino,
  * the write bit: a directory we may not read or search stays an error,
  * as in rsync, rather than being opened up and emptied (as non-root,
  * stock leaves a mode-000 directory with anything in it and says why;
- * an empty one goes by rmdir, sched.c de__rmdir_unread).  A failed
+ * an empty one goes by rmdir, unlink.c de__rmdir_unread).  A failed
  * chmod is not reported: the unlinks that need it fail and say so.
  */
 static void make_writable(de_ctx *ctx, struct de__node *n, int fd,

@@ -122,7 +122,7 @@ int de__open_dir(de_ctx *ctx, int dfd, const char *name)
 	return e ? -e : open_dir(ctx, dfd, name);
 }
 
-/* unlinkat() returning 0 or a negative errno (sched.c de__remove_at paces
+/* unlinkat() returning 0 or a negative errno (unlink.c de__remove_at paces
  * and counts it). */
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 {

@@ -419,11 +419,7 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 		if (de__serial(ctx)) {
 			de__prepare_serial(ctx, n);
 		} else if (ctx->run.plan.dir_hooks && !ctx->run.batch) {
-			pthread_mutex_lock(&ctx->mu);
-			n->p2sub = 1;
-			n->work.fn = de__p2task;
-			pthread_mutex_unlock(&ctx->mu);
-			de__pool_submit(&ctx->pool, &n->work, 1);
+			de__unlink_phase(ctx, n, 0, DE__P2_POOL_GATED);
 		}
 	}
 	if (!de__serial(ctx) && !ctx->run.batch)
