@@ -57,20 +57,6 @@
 /* de__global.wfd[k] when the window holds no pin on win[k]. */
 #define NO_PIN	INT_MIN
 
-struct gent {
-	uint64_t ino;
-	struct de__node *n;
-	uint32_t i;		/* n's entry */
-	uint32_t k;		/* n's place in the window */
-};
-
-static int by_ino(const void *a, const void *b)
-{
-	const struct gent *x = a, *y = b;
-
-	return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
 /* Bytes of ext4 directory entries for n's listing, as blocks (at least
  * one): an estimate of what each of its unlinks dirties. */
 static size_t dir_blocks(const struct de__node *n)
@@ -206,19 +192,14 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
 			de__node_unpin(ctx, g->win[k]);
 }
 
-/* Unlink the window's files in one inode order, then let its nodes go. */
-static void flush(de_ctx *ctx, struct de__global *g)
+/* The window's files to unlink, sorted by inode; *nv of them, or NULL
+ * without memory for them. */
+static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
 {
-	struct gent *v = NULL;
-	size_t nv = 0, i, k;
+	struct de__ino_ent *v = g->ents ? malloc(g->ents * sizeof(*v)) : NULL;
+	size_t i, k;
 
-	/* Nothing of a directory that left the tree since it was read is
-	 * removed (unlink.c de__check_place).  The window is in depth-first
-	 * order, so a parent is told before its children. */
-	for (k = 0; k < g->nwin; k++)
-		(void)de__check_place(ctx, g->win[k]);
-	if (g->ents)
-		v = malloc(g->ents * sizeof(*v));
+	*nv = 0;
 	for (k = 0; v && k < g->nwin; k++) {
 		struct de__node *n = g->win[k];
 
@@ -228,41 +209,60 @@ static void flush(de_ctx *ctx, struct de__global *g)
 			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			    e->done)
 				continue;
-			v[nv].ino = e->ino;
-			v[nv].n = n;
-			v[nv].i = (uint32_t)i;
-			v[nv].k = (uint32_t)k;
-			nv++;
+			v[*nv].ino = e->ino;
+			v[*nv].n = n;
+			v[*nv].i = (uint32_t)i;
+			v[*nv].k = (uint32_t)k;
+			(*nv)++;
 		}
 	}
 	if (v)
-		qsort(v, nv, sizeof(*v), by_ino);
+		de__sort_by_ino(v, *nv);
+	return v;
+}
+
+/* Unlink file i of window directory n through *fd, the window's pin of
+ * it (NO_PIN: pin it now for the rest of the window, or keep the
+ * error). */
+static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i, int *fd)
+{
+	struct de__ent *e = &n->ents[i];
+	int kept;
+
+	if (*fd == NO_PIN)
+		*fd = de__node_pin(ctx, n, -1);
+	if (de__cancelled(ctx)) {
+		e->res = DE_R_SKIPPED;
+		kept = 1;
+	} else if (*fd < 0) {
+		e->res = *fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
+		e->op = e->res == DE_R_FAILED ? DE_OP_OPEN : 0;
+		e->err = -*fd;
+		e->done = 1;
+		kept = e->res == DE_R_FAILED;
+	} else {
+		kept = de__unlink_ent(ctx, n, *fd, e, 1);
+	}
+	if (kept)
+		de__node_keep(ctx, n);
+}
+
+/* Unlink the window's files in one inode order, then let its nodes go. */
+static void flush(de_ctx *ctx, struct de__global *g)
+{
+	struct de__ino_ent *v;
+	size_t nv, i, k;
+
+	/* Nothing of a directory that left the tree since it was read is
+	 * removed (unlink.c de__check_place).  The window is in depth-first
+	 * order, so a parent is told before its children. */
+	for (k = 0; k < g->nwin; k++)
+		(void)de__check_place(ctx, g->win[k]);
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
-	for (i = 0; i < nv; i++) {
-		struct de__node *n = v[i].n;
-		struct de__ent *e = &n->ents[v[i].i];
-		int *fd = &g->wfd[v[i].k], kept;
-
-		/* Not held (the root, or a read that kept no pin): pin it
-		 * for the rest of the window, or keep its error. */
-		if (*fd == NO_PIN)
-			*fd = de__node_pin(ctx, n, -1);
-		if (de__cancelled(ctx)) {
-			e->res = DE_R_SKIPPED;
-			kept = 1;
-		} else if (*fd < 0) {
-			e->res = *fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
-			e->op = e->res == DE_R_FAILED ? DE_OP_OPEN : 0;
-			e->err = -*fd;
-			e->done = 1;
-			kept = e->res == DE_R_FAILED;
-		} else {
-			kept = de__unlink_ent(ctx, n, *fd, e, 1);
-		}
-		if (kept)
-			de__node_keep(ctx, n);
-	}
+	v = window_order(g, &nv);
+	for (i = 0; i < nv; i++)
+		window_unlink(ctx, v[i].n, v[i].i, &g->wfd[v[i].k]);
 	free(v);
 	/* Deepest first: a directory goes as soon as its last child does,
 	 * the window's pin on it handed over. */
@@ -387,6 +387,52 @@ static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
 		g->probing = 0 - !de__slow_reads(g->probe_ns, g->nprobe);
 }
 
+/* Read n, from the stack, into the window (batch: for the batch walk). */
+static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
+		     int batch)
+{
+	uint64_t t0 = g->probing ? de__now_ns() : 0;
+	int pinned, fd = NO_PIN;
+
+	de__node_running(ctx, n);
+	pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
+	if (g->probing)
+		probe(g, n, de__now_ns() - t0);
+	ctx->run.tick(ctx);
+	if (batch && n->skip_scan) {
+		/* Listed in the window for hand_over(). */
+		if (win_add(g, n, NO_PIN) < 0)
+			g->probing = 0;
+		return;
+	}
+	if (n->skip_scan || de__cancelled(ctx)) {
+		/* Not entered (a mount point, a failed open) or cancelled:
+		 * finished at once. */
+		de__unlink_phase(ctx, n, pinned, DE__P2_NOW);
+		return;
+	}
+	/* The enter_dir hook decides which children are made.  The reads
+	 * go in the walk's order, so the hooks are called in it, ahead of
+	 * the removals (DE_F_HOOKS_AHEAD). */
+	if (batch && ctx->run.plan.dir_hooks)
+		de__enter_dir(ctx, n);
+	descend(ctx, g, n);
+	if (pinned) {
+		de__lock(ctx);
+		fd = n->fd;
+		de__unlock(ctx);
+	}
+	if (win_add(g, n, fd) < 0) {
+		if (batch)
+			g->probing = 0;
+		else
+			de__unlink_phase(ctx, n, pinned, DE__P2_LEFT);
+		return;
+	}
+	g->ents += n->nents;
+	g->blocks += dir_blocks(n);
+}
+
 /*
  * Read directories from the stack into the window, depth first, until
  * one of its bounds, the end of the tree or the probe's decision.  For
@@ -399,56 +445,12 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 	int batch = de__ordered(ctx);
 
 	for (;;) {
-		struct de__node *n;
-		uint64_t t0;
-		int pinned, fd = NO_PIN;
-
 		leave_read(ctx, g);
 		if (!(g->nstack && g->ents < g->ents_max &&
 		      g->nwin < g->dirs_max && g->blocks < g->blocks_max &&
 		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
 			break;
-		n = g->stack[--g->nstack];
-		t0 = g->probing ? de__now_ns() : 0;
-
-		de__node_running(ctx, n);
-		pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
-		if (g->probing)
-			probe(g, n, de__now_ns() - t0);
-		ctx->run.tick(ctx);
-		if (batch && n->skip_scan) {
-			/* Listed in the window for hand_over(). */
-			if (win_add(g, n, NO_PIN) < 0)
-				g->probing = 0;
-			continue;
-		}
-		if (n->skip_scan || de__cancelled(ctx)) {
-			/* Not entered (a mount point, a failed open) or
-			 * cancelled: sched.c finishes it at once. */
-			de__unlink_phase(ctx, n, pinned, DE__P2_NOW);
-			continue;
-		}
-		/* The enter_dir hook decides which children are made.  The
-		 * reads go in the walk's order, so the hooks are called in
-		 * it, ahead of the removals (DE_F_HOOKS_AHEAD). */
-		if (batch && ctx->run.plan.dir_hooks)
-			de__enter_dir(ctx, n);
-		descend(ctx, g, n);
-		if (pinned) {
-			de__lock(ctx);
-			fd = n->fd;
-			de__unlock(ctx);
-		}
-		if (win_add(g, n, fd) < 0) {
-			if (batch)
-				g->probing = 0;
-			else
-				de__unlink_phase(ctx, n, pinned,
-						 DE__P2_LEFT);
-			continue;
-		}
-		g->ents += n->nents;
-		g->blocks += dir_blocks(n);
+		read_one(ctx, g, g->stack[--g->nstack], batch);
 	}
 	/* A window full, or a tree read whole, before the probe decided:
 	 * what was timed decides (nothing timed: fast, as before). */
@@ -506,198 +508,4 @@ int de__global_read(de_ctx *ctx, struct de__global *g)
 	g->ents = 0;
 	g->blocks = 0;
 	return 0;
-}
-
-/* ---- The batch walk's batch (walk.c) ----------------------------------- */
-
-/* See internal.h. */
-void de__batch_init(struct de__batch *b, const struct de__global *g)
-{
-	memset(b, 0, sizeof(*b));
-	b->ents_max = g->ents_max;
-	b->runs_max = g->dirs_max;
-	b->carry_fd = -1;
-}
-
-/* Room for one more element of size in *p, of *cap (first: the first
- * capacity).  Returns 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t used, size_t size, size_t first)
-{
-	size_t c = *cap ? 2 * *cap : first;
-	void *q;
-
-	if (used < *cap)
-		return 0;
-	q = realloc(*p, c * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
-/* See internal.h. */
-int de__batch_add(struct de__batch *b, struct de__node *n, size_t i)
-{
-	int new_run = !b->nruns || b->runs[b->nruns - 1].n != n;
-
-	if (grow((void **)&b->v, &b->vcap, b->nv, sizeof(*b->v), 256) < 0 ||
-	    (new_run && grow((void **)&b->runs, &b->rcap, b->nruns,
-			     sizeof(*b->runs), 64) < 0))
-		return -ENOMEM;
-	if (new_run) {
-		b->runs[b->nruns].n = n;
-		b->runs[b->nruns++].fd = -1;
-	}
-	b->v[b->nv].n = n;
-	b->v[b->nv].i = (uint32_t)i;
-	b->v[b->nv++].run = (uint32_t)(b->nruns - 1);
-	b->ndirs += n->ents[i].child != NULL;
-	return 0;
-}
-
-/* See internal.h. */
-int de__batch_full(const struct de__batch *b)
-{
-	return b->nv >= b->ents_max || b->nruns >= b->runs_max;
-}
-
-/*
- * Check that each directory of the batch is still in its place before
- * anything of it is removed (unlink.c de__check_place), first, while the
- * batch holds no pins: under a tight fd limit a check needs fds of its
- * own.  Then pin them, in the order the walk reached them.  The walk goes
- * up the tree from one run to the next, so each is reopened, if its fd
- * was closed, as ".." of the one before (node.c de__node_pin): a chain
- * deeper than the fd budget costs one openat a level, not a walk down
- * from the root.  The last batch's last directory is held for the first
- * one (b->carry).  A pin that fails (EMFILE) leaves its run's files to
- * the walk, which removes them one by one.
- */
-static void pin_runs(de_ctx *ctx, struct de__batch *b)
-{
-	struct de__node *prev = b->carry;
-	int prev_fd = b->carry_fd;
-	size_t r;
-
-	for (r = 0; r < b->nruns; r++)
-		(void)de__check_place(ctx, b->runs[r].n);
-	for (r = 0; r < b->nruns; r++) {
-		struct de__brun *u = &b->runs[r];
-		int hint = prev && prev->parent == u->n ? prev_fd : -1;
-
-		u->fd = de__node_pin(ctx, u->n, hint);
-		prev = u->n;
-		prev_fd = u->fd;
-	}
-	if (b->carry && b->carry_fd >= 0)
-		de__node_unpin(ctx, b->carry);
-	b->carry = NULL;
-	b->carry_fd = -1;
-}
-
-/*
- * Let go of the batch's pins, but for the last run's, the next batch's
- * carry: the walk frees a directory once it is removed, and a pin does
- * not keep a node (node.c).  The last run's directory is not removed in
- * this batch, as its rmdir comes after its entries, in a run of its
- * parent.  The fds stay cached for the walk's rmdirs (node.c).
- */
-static void unpin_runs(de_ctx *ctx, struct de__batch *b)
-{
-	size_t r;
-
-	for (r = 0; r < b->nruns; r++) {
-		struct de__brun *u = &b->runs[r];
-
-		if (u->fd < 0)
-			continue;
-		if (r == b->nruns - 1) {
-			b->carry = u->n;
-			b->carry_fd = u->fd;
-		} else {
-			de__node_unpin(ctx, u->n);
-		}
-		u->fd = -1;
-	}
-}
-
-/* The batch's files in one inode order, through its runs' pins, each
- * removed by fn (walk.c remove_file: the dispose hook or an unlink). */
-static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
-{
-	struct gent *v;
-	size_t nv = 0, k;
-
-	v = malloc(b->nv * sizeof(*v));
-	if (!v)
-		return;		/* the walk unlinks them in its order */
-	for (k = 0; k < b->nv; k++) {
-		struct de__node *n = b->v[k].n;
-		struct de__ent *e = &n->ents[b->v[k].i];
-
-		if (e->child || e->type == DE_T_DIR || e->done ||
-		    e->action != DE_A_DELETE || b->runs[b->v[k].run].fd < 0)
-			continue;
-		v[nv].ino = e->ino;
-		v[nv].n = n;
-		v[nv].i = b->v[k].i;
-		v[nv].k = b->v[k].run;
-		nv++;
-	}
-	qsort(v, nv, sizeof(*v), by_ino);
-	for (k = 0; k < nv && !de__cancelled(ctx); k++) {
-		struct de__ent *e = &v[k].n->ents[v[k].i];
-
-		if (fn(ctx, v[k].n, b->runs[v[k].k].fd, e))
-			de__node_keep(ctx, v[k].n);
-		else if (e->res == DE_R_REMOVED && ctx->run.limit_left > 0)
-			ctx->run.limit_left--;
-	}
-	free(v);
-}
-
-/*
- * Whether the batch stays within the limit whatever the order of its
- * removals: then its files go in inode order, else entry by entry in
- * canonical order (the walk), which stops exactly at the limit.  Room is
- * kept for one removal the caller makes itself for each directory
- * (de_limit_take() from a report: rsync retries the rmdir of one the
- * engine kept), as its report comes after the batch's removals.  The
- * dispose hook may take any number (rsync: what a backup deletes in its
- * way), so with it a limit goes entry by entry.
- */
-static int within_limit(const de_ctx *ctx, const struct de__batch *b)
-{
-	return ctx->run.limit_left < 0 ||
-	       (!ctx->run.hooks->dispose &&
-		(long long)(b->nv + b->ndirs) <= ctx->run.limit_left);
-}
-
-/* See internal.h. */
-void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
-{
-	pin_runs(ctx, b);
-	if (within_limit(ctx, b))
-		unlink_files(ctx, b, fn);
-	unpin_runs(ctx, b);
-}
-
-/* See internal.h. */
-void de__batch_done(struct de__batch *b)
-{
-	b->nv = 0;
-	b->nruns = 0;
-	b->ndirs = 0;
-}
-
-/* See internal.h. */
-void de__batch_free(de_ctx *ctx, struct de__batch *b)
-{
-	if (b->carry && b->carry_fd >= 0)
-		de__node_unpin(ctx, b->carry);
-	free(b->v);
-	free(b->runs);
-	memset(b, 0, sizeof(*b));
-	b->carry_fd = -1;
 }

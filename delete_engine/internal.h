@@ -555,12 +555,12 @@ int de__global_read(de_ctx *ctx, struct de__global *g);
 void de__global_end(struct de__global *g);
 
 /*
- * The batch walk's batch: entries the walk reached, in canonical order,
- * each entry i of directory n (a subdirectory's entry stands for its
- * rmdir), grouped in runs of one directory.  Bounded by the window's
+ * batch.c: the batch walk's batch: entries the walk reached, in
+ * canonical order, each entry i of directory n (a subdirectory's entry
+ * stands for its rmdir), grouped in runs of one directory.  Bounded by the window's
  * entries and directories (runs_max: each run pins its directory while
  * the batch is unlinked).  carry: the last run's directory, held pinned
- * for the next batch's first (global.c pin_runs).
+ * for the next batch's first (batch.c pin_runs).
  */
 struct de__bitem {
 	struct de__node *n;
@@ -616,6 +616,14 @@ static inline int de__rm_result(int rc, int *err)
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 uint32_t *de__inode_order(struct de__node *n, size_t *count);
+/* A file among several directories' (global.c's window, batch.c's
+ * batch): n's entry i, and k, the caller's index of n. */
+struct de__ino_ent {
+	uint64_t ino;
+	struct de__node *n;
+	uint32_t i, k;
+};
+void de__sort_by_ino(struct de__ino_ent *v, size_t n);
 
 /* policy.c */
 unsigned de__plan(de_ctx *ctx, long fstype, int sets);

@@ -108,3 +108,16 @@ uint32_t *de__inode_order(struct de__node *n, size_t *count)
 	*count = k;
 	return idx;
 }
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct de__ino_ent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* See internal.h. */
+void de__sort_by_ino(struct de__ino_ent *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), by_ino);
+}

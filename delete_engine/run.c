@@ -413,31 +413,18 @@ static int sets_together(de_ctx *ctx, const struct de_set *sets, size_t n,
 	       de__dev_slow(ctx, dev) == 1;
 }
 
-/* See delete_engine.h. */
-int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
-		   const struct de_hooks *hooks, const struct de_opts *opts,
-		   struct de_summary *sum)
+/*
+ * de_remove_sets()' root, a node of its own holding the sets' directories,
+ * one entry each, neither removed nor reported: the batch walk goes
+ * through them in turn, and a batch spans them.  Returns 0 or a negative
+ * errno, with what was made in the live list.
+ */
+static int sets_root(de_ctx *ctx, const struct de_set *sets, size_t n)
 {
-	struct de__node *r, *b0 = NULL;
-	struct de__global g;
-	struct de__batch b;
+	struct de__node *r = de__node_new(ctx, NULL, "", 0, 0);
 	size_t k;
-	int rc;
+	int rc = 0;
 
-	if (!ctx || (n && !sets))
-		return -EINVAL;
-	if (getpid() != ctx->pid)
-		return -ECHILD;
-	if (!sets_together(ctx, sets, n, hooks, opts))
-		return sets_in_turn(ctx, sets, n, hooks, opts, sum);
-	rc = de__ctx_start(ctx);
-	if (rc)
-		return rc;
-	reset_run(ctx, hooks, opts);
-	/* A root of its own holds the sets' directories, one entry each,
-	 * neither removed nor reported: the batch walk goes through them
-	 * in turn, and a batch spans them. */
-	r = de__node_new(ctx, NULL, "", 0, 0);
 	if (!r)
 		return -ENOMEM;
 	r->state = NS_SCANNED;
@@ -455,13 +442,37 @@ int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 		r->ents[k].child = c;
 		rc = add_targets(ctx, c, sets[k].dirfd, sets[k].targets,
 				 sets[k].n, 1);
-		if (!k)
-			b0 = c;
+		if (!k) {
+			r->dev = c->dev;
+			r->fstype = c->fstype;
+		}
 	}
+	return rc;
+}
+
+/* See delete_engine.h. */
+int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
+		   const struct de_hooks *hooks, const struct de_opts *opts,
+		   struct de_summary *sum)
+{
+	struct de__node *r;
+	struct de__global g;
+	struct de__batch b;
+	int rc;
+
+	if (!ctx || (n && !sets))
+		return -EINVAL;
+	if (getpid() != ctx->pid)
+		return -ECHILD;
+	if (!sets_together(ctx, sets, n, hooks, opts))
+		return sets_in_turn(ctx, sets, n, hooks, opts, sum);
+	rc = de__ctx_start(ctx);
+	if (rc)
+		return rc;
+	reset_run(ctx, hooks, opts);
+	rc = sets_root(ctx, sets, n);
 	if (!rc) {
-		r->dev = b0->dev;
-		r->fstype = b0->fstype;
-		plan_run(ctx, r->fstype, 1);
+		plan_run(ctx, ctx->run.root->fstype, 1);
 		if (ctx->run.plan.mode != DE__M_BATCH)
 			rc = 1;		/* the plan says not here */
 	}
@@ -471,6 +482,7 @@ int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 		ctx->run.root = NULL;
 		return rc < 0 ? rc : sets_in_turn(ctx, sets, n, hooks, opts, sum);
 	}
+	r = ctx->run.root;
 	if (de__batch_start(ctx, r, &g, &b, 0))
 		(void)de__ordered_walk(ctx, r, -1);
 	de__batch_end(ctx, r);

@@ -398,6 +398,78 @@ static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
 		batch_flush(ctx);
 }
 
+/* The walk comes to n: enter it, and start its removal where workers
+ * make it. */
+static void walk_enter(de_ctx *ctx, struct de__node *n)
+{
+	if (n == ctx->run.root)
+		return;
+	/* The batch walk's reader entered n as it read it (global.c
+	 * read_window); so did the first window of a run it handed over. */
+	if (ctx->run.plan.dir_hooks && !n->hooked && !de__cancelled(ctx))
+		de__enter_dir(ctx, n);
+	if (de__serial(ctx))
+		de__prepare_serial(ctx, n);
+	else if (ctx->run.plan.dir_hooks && !ctx->run.batch)
+		de__unlink_phase(ctx, n, 0, DE__P2_POOL_GATED);
+}
+
+/* The batch walk's turn of entry i of n: its subtree walked, then the
+ * entry itself into the batch. */
+static void batch_entry(de_ctx *ctx, struct de__node *n, size_t i)
+{
+	struct de__node *c = n->ents[i].child;
+
+	if (c) {
+		need_scanned(ctx, c);
+		if (!c->skip_scan)
+			(void)de__ordered_walk(ctx, c, -1);
+	}
+	/* A set's directory (de_remove_sets) stays. */
+	if (!de__cancelled(ctx) && !(c && c->base))
+		batch_push(ctx, n, i);
+}
+
+/*
+ * The turn of n's subdirectory c (entry e) in the ordered and serial
+ * walks: rm -i's questions, c's subtree, its removal (serial) or its
+ * end (ordered), its report.  nfd as for de__ordered_walk(); returns
+ * what the walk holds of n's fd after.
+ */
+static int walk_child(de_ctx *ctx, struct de__node *n, int nfd,
+		      struct de__ent *e)
+{
+	struct de__node *c = e->child;
+
+	need_scanned(ctx, c);
+	/* rm -i asks before it descends into a directory with entries, or
+	 * one it cannot tell is empty. */
+	if (ctx->run.hooks->ask_dir &&
+	    (c->skip_scan ? de__unopened_for_perm(c) : c->nents > 0))
+		(void)ask_dir(ctx, n, nfd, c, 0);
+	if (!c->skip_scan) {
+		int cfd = walk_down(ctx, n, nfd, c);
+
+		cfd = de__ordered_walk(ctx, c, cfd);
+		nfd = walk_up(ctx, n, c, cfd);
+	}
+	if (de__cancelled(ctx))
+		return nfd;
+	if (ctx->run.hooks->ask_dir &&
+	    (!c->skip_scan || de__unopened_for_perm(c)) &&
+	    !c->kept && ctx->run.limit_left != 0)
+		(void)ask_dir(ctx, n, nfd, c, 1);
+	if (de__serial(ctx))
+		serial_dir(ctx, c);
+	else
+		de__wait_state(ctx, c, NS_FINAL);
+	de__report_self(ctx, c);
+	e->child = NULL;
+	de__emit_free(ctx, c);
+	de__pump(ctx);
+	return nfd;
+}
+
 /*
  * The ordered walk of n's listing, in canonical order (recursive: one
  * small frame per level of the tree).  nfd is n's fd if the caller
@@ -407,72 +479,29 @@ static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
  */
 int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 {
-	long dlen;
 	size_t i;
 
-	if (n != ctx->run.root) {
-		/* The batch walk's reader entered n as it read it (global.c
-		 * read_window); so did the first window of a run it handed
-		 * over. */
-		if (ctx->run.plan.dir_hooks && !n->hooked && !de__cancelled(ctx))
-			de__enter_dir(ctx, n);
-		if (de__serial(ctx)) {
-			de__prepare_serial(ctx, n);
-		} else if (ctx->run.plan.dir_hooks && !ctx->run.batch) {
-			de__unlink_phase(ctx, n, 0, DE__P2_POOL_GATED);
-		}
-	}
+	walk_enter(ctx, n);
 	if (!de__serial(ctx) && !ctx->run.batch)
 		de__wait_state(ctx, n, NS_P2);
 	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
 		struct de__ent *e = &n->ents[i];
-		struct de__node *c = e->child;
 
 		if (ctx->run.batch) {
-			if (c) {
-				need_scanned(ctx, c);
-				if (!c->skip_scan)
-					(void)de__ordered_walk(ctx, c, -1);
-			}
-			/* A set's directory (de_remove_sets) stays. */
-			if (!de__cancelled(ctx) && !(c && c->base))
-				batch_push(ctx, n, i);
+			batch_entry(ctx, n, i);
 			continue;
 		}
-		if (c) {
-			need_scanned(ctx, c);
-			/* rm -i asks before it descends into a directory with
-			 * entries, or one it cannot tell is empty. */
-			if (ctx->run.hooks->ask_dir &&
-			    (c->skip_scan ? de__unopened_for_perm(c) : c->nents > 0))
-				(void)ask_dir(ctx, n, nfd, c, 0);
-			if (!c->skip_scan) {
-				int cfd = walk_down(ctx, n, nfd, c);
-
-				cfd = de__ordered_walk(ctx, c, cfd);
-				nfd = walk_up(ctx, n, c, cfd);
-			}
+		if (e->child) {
+			nfd = walk_child(ctx, n, nfd, e);
 			if (de__cancelled(ctx))
 				break;
-			if (ctx->run.hooks->ask_dir &&
-			    (!c->skip_scan || de__unopened_for_perm(c)) &&
-			    !c->kept && ctx->run.limit_left != 0)
-				(void)ask_dir(ctx, n, nfd, c, 1);
-			if (de__serial(ctx))
-				serial_dir(ctx, c);
-			else
-				de__wait_state(ctx, c, NS_FINAL);
-			de__report_self(ctx, c);
-			e->child = NULL;
-			de__emit_free(ctx, c);
-			de__pump(ctx);
 		} else {
 			if (de__serial(ctx))
 				serial_file(ctx, n, e, nfd);
 			else
 				de__wait_state(ctx, n, NS_FILES);
-			dlen = de__node_path(ctx, n, e->len + 1);
-			de__report_ent(ctx, n, dlen, e);
+			de__report_ent(ctx, n, de__node_path(ctx, n, e->len + 1),
+				       e);
 		}
 		de__maybe_progress(ctx, 0);
 	}
