@@ -173,13 +173,19 @@ class CpuGroup:
             self.path, self.v1 = f'{self.V2}/{name}', False
         else:
             return
+        if self._dir(os.mkdir, 'no cgroup for remote CPU time'):
+            on_exit(self.close)
+
+    def _dir(self, op, failed):
+        """op(the group's directory); when it fails, log failed and why,
+        and go on without the group."""
         try:
-            os.mkdir(self.path)
+            op(self.path)
+            return True
         except OSError as e:
-            log(f'no cgroup for remote CPU time: {e}')
+            log(f'{failed}: {e}')
             self.path = None
-            return
-        on_exit(self.close)
+            return False
 
     def add(self, pid):
         if self.path:
@@ -215,10 +221,7 @@ class CpuGroup:
                     f.write(pid + '\n')
             except OSError:
                 pass
-        try:
-            os.rmdir(self.path)
-        except OSError as e:
-            log(f'cgroup {self.path} left: {e}')
+        self._dir(os.rmdir, f'cgroup {self.path} left')
         self.path = None
 
 

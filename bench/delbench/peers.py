@@ -11,48 +11,28 @@ import time
 from .common import NPM_CACHE, TOP, log, sh
 
 
-# mktree arguments per scenario (the target directory is appended).
-SIZES = {
-    # make bench: a few minutes on 2 cores, one filesystem.
-    'quick': {
-        'flat': ['flat', '20000'], 'rflat': ['rflat', '20000'],
-        'wide': ['wide', '100', '200'], 'deep': ['deep', '500', '20'],
-        'big': ['-z', '1M', 'flat', '250'],
-        'small': ['-z', '4K', 'wide', '20', '500'],
-        'sync': ['wide', '40', '500'], 'ssh': ['wide', '20', '1000'],
-        'dd': ['-z', '1M', '-c', '256K', 'flat', '250'],
-        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'slowdisk': ['(SLOWDISK_CELLS)'], 'netfs': ['(NETFS_CELLS)'],
-        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
-        'snapshot-expiry': ['wide', '100', '200'],
-    },
-    # A fifth of the full trees (the deep and ssh ones at full size): what
-    # a shared 2-core machine can run on three filesystems in an hour.
-    'mid': {
-        'flat': ['flat', '100000'], 'rflat': ['rflat', '100000'],
-        'wide': ['wide', '200', '500'], 'deep': ['deep', '2000', '50'],
-        'big': ['-z', '1M', 'flat', '4000'],
-        'small': ['-z', '4K', 'wide', '20', '1000'],
-        'sync': ['wide', '100', '1000'], 'ssh': ['wide', '100', '1000'],
-        'dd': ['-z', '1M', '-c', '256K', 'flat', '1000'],
-        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'slowdisk': ['(SLOWDISK_CELLS)'], 'netfs': ['(NETFS_CELLS)'],
-        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
-        'snapshot-expiry': ['wide', '200', '500'],
-    },
-    'full': {
-        'flat': ['flat', '500000'], 'rflat': ['rflat', '500000'],
-        'wide': ['wide', '1000', '1000'], 'deep': ['deep', '2000', '50'],
-        'big': ['-z', '1M', 'flat', '4000'],
-        'small': ['-z', '4K', 'wide', '100', '1000'],
-        'sync': ['wide', '1000', '1000'], 'ssh': ['wide', '100', '1000'],
-        'dd': ['-z', '1M', '-c', '256K', 'flat', '4000'],
-        'sshfs': ['wide', '20', '500'], 'sshfs-flat': ['flat', '10000'],
-        'slowdisk': ['(SLOWDISK_CELLS)'], 'netfs': ['(NETFS_CELLS)'],
-        'polite': ['-z', '1M', '-c', '256K', 'flat', '4000'],
-        'snapshot-expiry': ['wide', '300', '1000'],
-    },
+# mktree arguments per scenario (the target directory is appended) at
+# each size: quick (make bench: a few minutes on 2 cores, one
+# filesystem), mid (a fifth of the full trees, the deep and ssh ones at
+# full size: what a shared 2-core machine can run on three filesystems in
+# an hour) and full.  One string: the same at every size.
+TREE_ARGS = {
+    'flat': ('flat 20000', 'flat 100000', 'flat 500000'),
+    'rflat': ('rflat 20000', 'rflat 100000', 'rflat 500000'),
+    'wide': ('wide 100 200', 'wide 200 500', 'wide 1000 1000'),
+    'deep': ('deep 500 20', 'deep 2000 50', 'deep 2000 50'),
+    'big': ('-z 1M flat 250', '-z 1M flat 4000', '-z 1M flat 4000'),
+    'small': ('-z 4K wide 20 500', '-z 4K wide 20 1000', '-z 4K wide 100 1000'),
+    'sync': ('wide 40 500', 'wide 100 1000', 'wide 1000 1000'),
+    'ssh': ('wide 20 1000', 'wide 100 1000', 'wide 100 1000'),
+    'dd': ('-z 1M -c 256K flat 250', '-z 1M -c 256K flat 1000', '-z 1M -c 256K flat 4000'),
+    'sshfs': 'wide 20 500', 'sshfs-flat': 'flat 10000',
+    'slowdisk': '(SLOWDISK_CELLS)', 'netfs': '(NETFS_CELLS)',
+    'polite': '-z 1M -c 256K flat 4000',
+    'snapshot-expiry': ('wide 100 200', 'wide 200 500', 'wide 300 1000'),
 }
+SIZES = {size: {sc: (a if isinstance(a, str) else a[i]).split() for sc, a in TREE_ARGS.items()}
+         for i, size in enumerate(('quick', 'mid', 'full'))}
 DD_MIB = {'quick': 128, 'mid': 512, 'full': 1024}
 
 # Peers: name -> argv template.  {top}, {empty}, {target}, {src}, {ssh}

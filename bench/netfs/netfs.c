@@ -31,33 +31,40 @@
  * writing anything to it sets them to zero.  Reading it takes no slot.
  * The high-level API answers a lookup and a getattr with the same call,
  * so both count as "getattr".  bench/netfs/README.md says more.
+ *
+ * The command line, the start and the counters file are the skeleton's
+ * (fusemodel.c); this file is the model's rule and its file operations.
  */
-#define FUSE_USE_VERSION 31
 #define _GNU_SOURCE
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
-#define STATS_NAME "/.netfs"
+#include "fusemodel.h"
 
 static struct {
 	double latency, service;	/* seconds */
 	unsigned slots;
 	int cache;			/* 1: nfs, 0: none */
 } m = { .latency = 2.0e-3, .service = 0.05e-3, .slots = 16, .cache = 1 };
+
+/* The options that set them, for the skeleton's getopt_long(). */
+const struct option model_options[] = {
+	{ "latency", required_argument, NULL, 'l' },
+	{ "service", required_argument, NULL, 's' },
+	{ "slots", required_argument, NULL, 'n' },
+	{ "cache", required_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 }
+};
 
 static int src_fd = -1;		/* SOURCE, every path is taken relative to it */
 
@@ -83,22 +90,6 @@ static unsigned in_flight;
  * (the library's own lookups while it fills a listing) is part of it. */
 static __thread int serving;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /* A request's start: wait for a slot and take it; returns the time by
  * which end() answers, or 0 for a call inside a request. */
 static uint64_t begin(enum kind k)
@@ -111,7 +102,7 @@ static uint64_t begin(enum kind k)
 		pthread_cond_wait(&freed, &mu);
 	in_flight++;
 	pthread_mutex_unlock(&mu);
-	return now_ns() + (uint64_t)llround((m.latency + m.service) * 1e9);
+	return fm_now_ns() + (uint64_t)llround((m.latency + m.service) * 1e9);
 }
 
 /* Its end: wait out the round trip, free the slot, pass rc through. */
@@ -119,7 +110,7 @@ static int end(uint64_t due, int rc)
 {
 	if (--serving || !due)
 		return rc;
-	sleep_until(due);
+	fm_sleep_until(due);
 	pthread_mutex_lock(&mu);
 	in_flight--;
 	pthread_cond_signal(&freed);
@@ -133,27 +124,29 @@ static const char *rel(const char *path)
 	return path[1] ? path + 1 : ".";
 }
 
-static int is_stats(const char *path)
-{
-	return strcmp(path, STATS_NAME) == 0;
-}
+/* The counters file; no listing shows it, and reading it takes no slot. */
+const char model_counters[] = "/.netfs";
 
-static int stats_text(char *buf, size_t size)
+void model_report(struct fm_text *t)
 {
 	uint64_t total = 0;
-	size_t len = 0;
 	int k;
 
 	for (k = 0; k < K_N; k++) {
 		uint64_t v = __atomic_load_n(&count[k], __ATOMIC_RELAXED);
 
 		total += v;
-		len += (size_t)snprintf(buf + len, size - len, "%s %llu\n",
-					kind_name[k], (unsigned long long)v);
+		fm_line(t, kind_name[k], "%llu", (unsigned long long)v);
 	}
-	len += (size_t)snprintf(buf + len, size - len, "total %llu\n",
-				(unsigned long long)total);
-	return (int)len;
+	fm_line(t, "total", "%llu", (unsigned long long)total);
+}
+
+void model_reset(void)
+{
+	int k;
+
+	for (k = 0; k < K_N; k++)
+		__atomic_store_n(&count[k], 0, __ATOMIC_RELAXED);
 }
 
 static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -161,13 +154,14 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	uint64_t due;
 	int rc;
 
-	if (is_stats(path)) {
-		char buf[512];
+	if (strcmp(path, model_counters) == 0) {
+		struct fm_text t;
 
+		fm_report(&t);
 		memset(st, 0, sizeof *st);
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
-		st->st_size = stats_text(buf, sizeof buf);
+		st->st_size = (off_t)t.len;
 		return 0;
 	}
 	due = begin(K_GETATTR);
@@ -259,16 +253,9 @@ static int fs_releasedir(const char *path, struct fuse_file_info *fi)
 
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
-	uint64_t due;
-	int fd;
+	uint64_t due = begin(K_OPEN);
+	int fd = openat(src_fd, rel(path), (fi->flags & ~O_NOFOLLOW) | O_NOFOLLOW | O_CLOEXEC);
 
-	if (is_stats(path)) {
-		fi->direct_io = 1;
-		fi->fh = (uint64_t)-1;
-		return 0;
-	}
-	due = begin(K_OPEN);
-	fd = openat(src_fd, rel(path), (fi->flags & ~O_NOFOLLOW) | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return end(due, -errno);
 	fi->fh = (uint64_t)fd;
@@ -288,11 +275,9 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
-	uint64_t due;
+	uint64_t due = begin(K_RELEASE);
 
-	if (is_stats(path))
-		return 0;
-	due = begin(K_RELEASE);
+	(void)path;
 	close((int)fi->fh);
 	return end(due, 0);
 }
@@ -300,40 +285,20 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
-	uint64_t due;
-	ssize_t n;
+	uint64_t due = begin(K_READ);
+	ssize_t n = pread((int)fi->fh, buf, size, off);
 
-	if (is_stats(path)) {
-		char text[512];
-		int len = stats_text(text, sizeof text);
-
-		if (off >= len)
-			return 0;
-		if (size > (size_t)(len - off))
-			size = (size_t)(len - off);
-		memcpy(buf, text + off, size);
-		return (int)size;
-	}
-	due = begin(K_READ);
-	n = pread((int)fi->fh, buf, size, off);
+	(void)path;
 	return end(due, n < 0 ? -errno : (int)n);
 }
 
 static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uint64_t due;
-	ssize_t n;
+	uint64_t due = begin(K_WRITE);
+	ssize_t n = pwrite((int)fi->fh, buf, size, off);
 
-	if (is_stats(path)) {
-		int k;
-
-		for (k = 0; k < K_N; k++)
-			__atomic_store_n(&count[k], 0, __ATOMIC_RELAXED);
-		return (int)size;
-	}
-	due = begin(K_WRITE);
-	n = pwrite((int)fi->fh, buf, size, off);
+	(void)path;
 	return end(due, n < 0 ? -errno : (int)n);
 }
 
@@ -398,12 +363,9 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-	uint64_t due;
+	uint64_t due = begin(K_SETATTR);
 	int rc, fd;
 
-	if (is_stats(path))	/* "echo > .netfs" opens it O_TRUNC */
-		return 0;
-	due = begin(K_SETATTR);
 	if (fi) {
 		rc = ftruncate((int)fi->fh, size);
 	} else {
@@ -450,7 +412,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
-static const struct fuse_operations ops = {
+const struct fuse_operations model_ops = {
 	.init = fs_init,
 	.getattr = fs_getattr,
 	.readlink = fs_readlink,
@@ -475,78 +437,48 @@ static const struct fuse_operations ops = {
 	.statfs = fs_statfs,
 };
 
-static void usage(int rc)
-{
-	fprintf(rc ? stderr : stdout,
-		"usage: netfs [--latency=MS (2.0)] [--service=MS (0.05)] [--slots=N (16)]\n"
-		"             [--cache=nfs|none] SOURCE MOUNTPOINT [FUSE options]\n"
-		"Serves SOURCE at MOUNTPOINT, each request answered after the round trip;\n"
-		"MOUNTPOINT/.netfs has the counters.  See bench/netfs/README.md.\n");
-	exit(rc);
-}
+const char model_name[] = "netfs";
+const char model_usage[] =
+	"usage: netfs [--latency=MS (2.0)] [--service=MS (0.05)] [--slots=N (16)]\n"
+	"             [--cache=nfs|none] SOURCE MOUNTPOINT [FUSE options]\n"
+	"Serves SOURCE at MOUNTPOINT, each request answered after the round trip;\n"
+	"MOUNTPOINT/.netfs has the counters.  See bench/netfs/README.md.\n";
 
-static double number(const char *opt, const char *arg, double min)
+int model_option(int opt, const char *arg)
 {
-	char *end;
-	double v = strtod(arg, &end);
-
-	if (*end || !(v >= min) || !isfinite(v)) {
-		fprintf(stderr, "netfs: bad value for --%s: '%s'\n", opt, arg);
-		exit(2);
+	switch (opt) {
+	case 'l': m.latency = fm_number("latency", arg, 0) / 1e3; break;
+	case 's': m.service = fm_number("service", arg, 0) / 1e3; break;
+	case 'n': m.slots = (unsigned)fm_number("slots", arg, 1); break;
+	case 'c':
+		if (strcmp(arg, "nfs") == 0)
+			m.cache = 1;
+		else if (strcmp(arg, "none") == 0)
+			m.cache = 0;
+		else
+			return -1;
+		break;
+	default: return -1;
 	}
-	return v;
+	return 0;
 }
 
-int main(int argc, char **argv)
+int model_start(const char *source)
 {
-	static const struct option lo[] = {
-		{ "latency", required_argument, NULL, 'l' },
-		{ "service", required_argument, NULL, 's' },
-		{ "slots", required_argument, NULL, 'n' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	static char threads[64];
-	char *fargv[32];
-	int opt, fargc = 0, i;
 
-	/* "+": stop at the first operand; what follows it is FUSE's. */
-	while ((opt = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'l': m.latency = number("latency", optarg, 0) / 1e3; break;
-		case 's': m.service = number("service", optarg, 0) / 1e3; break;
-		case 'n': m.slots = (unsigned)number("slots", optarg, 1); break;
-		case 'c':
-			if (strcmp(optarg, "nfs") == 0)
-				m.cache = 1;
-			else if (strcmp(optarg, "none") == 0)
-				m.cache = 0;
-			else
-				usage(2);
-			break;
-		case 'h': usage(0); break;
-		default: usage(2);
-		}
-	}
-	if (argc - optind < 2 || argc - optind > 24 || m.slots > 4096)
-		usage(2);
-	src_fd = open(argv[optind], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m.slots > 4096)
+		fm_usage(2);
+	src_fd = open(source, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (src_fd < 0) {
-		fprintf(stderr, "netfs: %s: %s\n", argv[optind], strerror(errno));
+		fprintf(stderr, "netfs: %s: %s\n", source, strerror(errno));
 		return 1;
 	}
 	/* Threads for every slot and the requests waiting for one, so that
 	 * the slots are the limit. */
 	snprintf(threads, sizeof threads, "max_threads=%u,max_idle_threads=%u",
 		 m.slots * 2 + 16, m.slots * 2 + 16);
-	fargv[fargc++] = argv[0];
-	fargv[fargc++] = "-o";
-	fargv[fargc++] = "fsname=netfs,subtype=netfs";
-	fargv[fargc++] = "-o";
-	fargv[fargc++] = threads;
-	for (i = optind + 1; i < argc; i++)
-		fargv[fargc++] = argv[i];
-	fargv[fargc] = NULL;
-	return fuse_main(fargc, fargv, &ops, NULL);
+	fm_fuse_arg("-o");
+	fm_fuse_arg(threads);
+	return 0;
 }

@@ -12,36 +12,28 @@ on exit.  FUSE mounts need root, or fusermount3 for a user.
 
 import os
 import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BINARY = HERE / 'netfs'
+sys.path.insert(0, str(HERE.parent))
+import fusemodel  # noqa: E402  (bench/fusemodel.py)
 
 
-def build() -> Path:
-    """Build netfs (bench/Makefile) if it is missing or older than its
-    source; returns its path."""
-    p = subprocess.run(['make', '-s', '-C', str(HERE.parent), 'netfs/netfs'],
-                       capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError(f'cannot build netfs (libfuse3-dev, pkg-config):\n{p.stderr}')
-    return BINARY
+class NetFS(fusemodel.FuseModel):
+    NAME, COUNTERS = 'netfs', '.netfs'
 
-
-class NetFS:
     def __init__(self, source, latency_ms=2.0, slots=16, service_ms=0.05, cache='nfs',
                  options=()):
+        super().__init__()
         self.source = Path(source)
         self.args = [f'--latency={latency_ms}', f'--service={service_ms}',
                      f'--slots={slots}', f'--cache={cache}'] + list(options)
-        self.mnt = None
         self.pid = None
 
     def __enter__(self):
-        binary = build()
-        self.mnt = Path(tempfile.mkdtemp(prefix='netfs-'))
+        binary = self.mount_point()
         try:
             # -f and a Popen of our own: the daemon's pid, for its CPU.
             self.proc = subprocess.Popen([str(binary)] + self.args +
@@ -61,32 +53,13 @@ class NetFS:
             raise RuntimeError(f'netfs: cannot mount {self.source}: {e}'.strip())
         return self
 
-    def stats(self) -> dict:
-        """Requests served since the last reset, by kind, and 'total'."""
-        out = {}
-        for line in (self.mnt / '.netfs').read_text().splitlines():
-            k, v = line.split()
-            out[k] = int(v)
-        return out
-
-    def reset(self) -> None:
-        with open(self.mnt / '.netfs', 'w') as fh:
-            fh.write('0\n')
-
     def cpu(self) -> float:
         """User and system seconds the daemon has used so far."""
         fields = (Path('/proc') / str(self.pid) / 'stat').read_text().rsplit(')', 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
     def __exit__(self, *exc):
-        if self.mnt:
-            for _ in range(50):
-                if not os.path.ismount(self.mnt) or subprocess.run(
-                        ['umount', str(self.mnt)], capture_output=True).returncode == 0:
-                    break
-                time.sleep(0.1)
-            else:
-                subprocess.run(['umount', '-l', str(self.mnt)], capture_output=True)
+        self.close_mount()
         if getattr(self, 'proc', None):
             try:
                 self.proc.wait(timeout=10)
@@ -95,10 +68,4 @@ class NetFS:
                 self.proc.wait()
             self.proc.stderr.close()
             self.proc = None
-        if self.mnt:
-            try:
-                self.mnt.rmdir()
-            except OSError:
-                pass
-            self.mnt = None
         return False

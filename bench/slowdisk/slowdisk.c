@@ -27,23 +27,22 @@
  *
  * mnt/stats reads the counters (requests, bytes, seeks, model seconds)
  * as "name value" lines; writing to it sets them to zero.
+ *
+ * The command line, the start and the counters file are the skeleton's
+ * (fusemodel.c); this file is the model's rule and its file operations.
  */
-#define FUSE_USE_VERSION 31
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
-#include <getopt.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "fusemodel.h"
 
 enum model { HDD, CLOUD };
 
@@ -61,6 +60,20 @@ static struct {
 	.iops = 400, .latency = 0.5e-3, .op_bytes = 256 << 10, .seed = 1,
 };
 
+/* The options that set them, for the skeleton's getopt_long(). */
+const struct option model_options[] = {
+	{ "model", required_argument, NULL, 'm' },
+	{ "seek-min", required_argument, NULL, 's' },
+	{ "seek-max", required_argument, NULL, 'S' },
+	{ "rpm", required_argument, NULL, 'r' },
+	{ "mbps", required_argument, NULL, 'b' },
+	{ "seed", required_argument, NULL, 'e' },
+	{ "iops", required_argument, NULL, 'i' },
+	{ "op-kib", required_argument, NULL, 'o' },
+	{ "latency", required_argument, NULL, 'l' },
+	{ NULL, 0, NULL, 0 }
+};
+
 static int img_fd = -1;
 static uint64_t capacity;
 
@@ -73,14 +86,6 @@ static struct {
 	uint64_t reads, writes, read_bytes, write_bytes, seeks, ops;
 	double model_s;		/* the time the model charged */
 } c;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* xorshift64*: a fixed seed gives the same rotations every run. */
 static double uniform(void)
@@ -107,26 +112,29 @@ static double charge(uint64_t off, uint64_t len)
 	return t;
 }
 
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /*
- * Charge a request that arrived at ns ARRIVED and sleep until the model
- * says it is done (the copy from or to the image is inside that time).
+ * Count a request that arrived at ns ARRIVED, the N bytes at OFF that
+ * pread() or pwrite() moved, charge it and sleep until the model says
+ * it is done (the copy from or to the image is inside that time).
+ * Returns FUSE's answer: N, or -errno for a failed call (not counted).
  *   hdd:   it starts when the disk is idle and takes what charge() says.
  *   cloud: its ops take tokens that come at --iops a second and are not
  *          saved up while the volume is idle (no burst credit); it is
  *          done one latency after its last token.
  */
-static void serve(uint64_t arrived, uint64_t off, uint64_t len)
+static int serve(uint64_t arrived, int writing, uint64_t off, ssize_t n)
 {
-	uint64_t start, done;
+	uint64_t start, done, len = (uint64_t)n;
 
+	if (n < 0)
+		return -errno;
+	if (writing) {
+		c.writes++;
+		c.write_bytes += len;
+	} else {
+		c.reads++;
+		c.read_bytes += len;
+	}
 	start = busy_until > arrived ? busy_until : arrived;
 	if (m.model == CLOUD) {
 		uint64_t ops = (len + m.op_bytes - 1) / m.op_bytes, last;
@@ -143,7 +151,8 @@ static void serve(uint64_t arrived, uint64_t off, uint64_t len)
 	}
 	c.model_s += (double)(done - start) / 1e9;
 	busy_until = done;
-	sleep_until(done);
+	fm_sleep_until(done);
+	return (int)n;
 }
 
 static int is(const char *path, const char *name)
@@ -190,7 +199,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
-	if (!is(path, "disk") && !is(path, "stats"))
+	if (!is(path, "disk"))
 		return -ENOENT;
 	/* Every request reaches us, none is answered from the page cache. */
 	fi->direct_io = 1;
@@ -198,68 +207,48 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int stats_text(char *buf, size_t size)
+/* The counters file, listed beside the disk. */
+const char model_counters[] = "/stats";
+
+void model_report(struct fm_text *t)
 {
-	return snprintf(buf, size,
-			"model %s\nreads %llu\nwrites %llu\nread_bytes %llu\n"
-			"write_bytes %llu\nseeks %llu\nops %llu\nmodel_seconds %.6f\n",
-			m.model == HDD ? "hdd" : "cloud",
-			(unsigned long long)c.reads, (unsigned long long)c.writes,
-			(unsigned long long)c.read_bytes, (unsigned long long)c.write_bytes,
-			(unsigned long long)c.seeks, (unsigned long long)c.ops, c.model_s);
+	fm_line(t, "model", "%s", m.model == HDD ? "hdd" : "cloud");
+	fm_line(t, "reads", "%llu", (unsigned long long)c.reads);
+	fm_line(t, "writes", "%llu", (unsigned long long)c.writes);
+	fm_line(t, "read_bytes", "%llu", (unsigned long long)c.read_bytes);
+	fm_line(t, "write_bytes", "%llu", (unsigned long long)c.write_bytes);
+	fm_line(t, "seeks", "%llu", (unsigned long long)c.seeks);
+	fm_line(t, "ops", "%llu", (unsigned long long)c.ops);
+	fm_line(t, "model_seconds", "%.6f", c.model_s);
+}
+
+void model_reset(void)
+{
+	memset(&c, 0, sizeof c);
 }
 
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
-	uint64_t arrived = now_ns();
-	ssize_t n;
+	uint64_t arrived = fm_now_ns();
 
-	(void)fi;
-	if (is(path, "stats")) {
-		char text[512];
-		int len = stats_text(text, sizeof text);
-
-		if (off >= len)
-			return 0;
-		if (size > (size_t)(len - off))
-			size = (size_t)(len - off);
-		memcpy(buf, text + off, size);
-		return (int)size;
-	}
+	(void)path, (void)fi;
 	if ((uint64_t)off >= capacity)
 		return 0;
 	if (size > capacity - (uint64_t)off)
 		size = (size_t)(capacity - (uint64_t)off);
-	n = pread(img_fd, buf, size, off);
-	if (n < 0)
-		return -errno;
-	c.reads++;
-	c.read_bytes += (uint64_t)n;
-	serve(arrived, (uint64_t)off, (uint64_t)n);
-	return (int)n;
+	return serve(arrived, 0, (uint64_t)off, pread(img_fd, buf, size, off));
 }
 
 static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uint64_t arrived = now_ns();
-	ssize_t n;
+	uint64_t arrived = fm_now_ns();
 
-	(void)fi;
-	if (is(path, "stats")) {
-		memset(&c, 0, sizeof c);
-		return (int)size;
-	}
+	(void)path, (void)fi;
 	if ((uint64_t)off + size > capacity)
 		return -ENOSPC;
-	n = pwrite(img_fd, buf, size, off);
-	if (n < 0)
-		return -errno;
-	c.writes++;
-	c.write_bytes += (uint64_t)n;
-	serve(arrived, (uint64_t)off, (uint64_t)n);
-	return (int)n;
+	return serve(arrived, 1, (uint64_t)off, pwrite(img_fd, buf, size, off));
 }
 
 /* Write-through: a flush has nothing left to do. */
@@ -272,9 +261,7 @@ static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	(void)fi;
-	/* The stats file takes O_TRUNC from "echo > stats". */
-	return is(path, "stats") || (is(path, "disk") && (uint64_t)size == capacity)
-		? 0 : -EPERM;
+	return is(path, "disk") && (uint64_t)size == capacity ? 0 : -EPERM;
 }
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -289,7 +276,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
-static const struct fuse_operations ops = {
+const struct fuse_operations model_ops = {
 	.init = fs_init,
 	.getattr = fs_getattr,
 	.readdir = fs_readdir,
@@ -300,96 +287,59 @@ static const struct fuse_operations ops = {
 	.truncate = fs_truncate,
 };
 
-static void usage(int rc)
-{
-	fprintf(rc ? stderr : stdout,
-		"usage: slowdisk [--model=hdd|cloud] [options] IMAGE MOUNTPOINT [FUSE options]\n"
-		"  hdd:   --seek-min=MS (0.8) --seek-max=MS (15.0) --rpm=N (7200)\n"
-		"         --mbps=N (150) --seed=N (1)\n"
-		"  cloud: --iops=N (400) --op-kib=N (256) --latency=MS (0.5)\n"
-		"Serves IMAGE as MOUNTPOINT/disk at the model's speed; MOUNTPOINT/stats\n"
-		"has the counters.  See bench/slowdisk/README.md.\n");
-	exit(rc);
-}
+const char model_name[] = "slowdisk";
+const char model_usage[] =
+	"usage: slowdisk [--model=hdd|cloud] [options] IMAGE MOUNTPOINT [FUSE options]\n"
+	"  hdd:   --seek-min=MS (0.8) --seek-max=MS (15.0) --rpm=N (7200)\n"
+	"         --mbps=N (150) --seed=N (1)\n"
+	"  cloud: --iops=N (400) --op-kib=N (256) --latency=MS (0.5)\n"
+	"Serves IMAGE as MOUNTPOINT/disk at the model's speed; MOUNTPOINT/stats\n"
+	"has the counters.  See bench/slowdisk/README.md.\n";
 
-static double number(const char *opt, const char *arg, double min)
+int model_option(int opt, const char *arg)
 {
-	char *end;
-	double v = strtod(arg, &end);
-
-	if (*end || !(v >= min) || !isfinite(v)) {
-		fprintf(stderr, "slowdisk: bad value for --%s: '%s'\n", opt, arg);
-		exit(2);
+	switch (opt) {
+	case 'm':
+		if (strcmp(arg, "hdd") == 0)
+			m.model = HDD;
+		else if (strcmp(arg, "cloud") == 0)
+			m.model = CLOUD;
+		else
+			return -1;
+		break;
+	case 's': m.seek_min = fm_number("seek-min", arg, 0) / 1e3; break;
+	case 'S': m.seek_max = fm_number("seek-max", arg, 0) / 1e3; break;
+	case 'r': m.rotation = 60.0 / fm_number("rpm", arg, 1); break;
+	case 'b': m.bytes_per_s = fm_number("mbps", arg, 0.001) * 1e6; break;
+	case 'e': m.seed = (uint64_t)fm_number("seed", arg, 0); break;
+	case 'i': m.iops = fm_number("iops", arg, 0.001); break;
+	case 'o': m.op_bytes = (uint64_t)fm_number("op-kib", arg, 1) << 10; break;
+	case 'l': m.latency = fm_number("latency", arg, 0) / 1e3; break;
+	default: return -1;
 	}
-	return v;
+	return 0;
 }
 
-int main(int argc, char **argv)
+int model_start(const char *image)
 {
-	static const struct option lo[] = {
-		{ "model", required_argument, NULL, 'm' },
-		{ "seek-min", required_argument, NULL, 's' },
-		{ "seek-max", required_argument, NULL, 'S' },
-		{ "rpm", required_argument, NULL, 'r' },
-		{ "mbps", required_argument, NULL, 'b' },
-		{ "seed", required_argument, NULL, 'e' },
-		{ "iops", required_argument, NULL, 'i' },
-		{ "op-kib", required_argument, NULL, 'o' },
-		{ "latency", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	char *fargv[32];
 	struct stat st;
-	int opt, fargc = 0, i;
 
-	/* "+": stop at the first operand; what follows it is FUSE's. */
-	while ((opt = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			if (strcmp(optarg, "hdd") == 0)
-				m.model = HDD;
-			else if (strcmp(optarg, "cloud") == 0)
-				m.model = CLOUD;
-			else
-				usage(2);
-			break;
-		case 's': m.seek_min = number("seek-min", optarg, 0) / 1e3; break;
-		case 'S': m.seek_max = number("seek-max", optarg, 0) / 1e3; break;
-		case 'r': m.rotation = 60.0 / number("rpm", optarg, 1); break;
-		case 'b': m.bytes_per_s = number("mbps", optarg, 0.001) * 1e6; break;
-		case 'e': m.seed = (uint64_t)number("seed", optarg, 0); break;
-		case 'i': m.iops = number("iops", optarg, 0.001); break;
-		case 'o': m.op_bytes = (uint64_t)number("op-kib", optarg, 1) << 10; break;
-		case 'l': m.latency = number("latency", optarg, 0) / 1e3; break;
-		case 'h': usage(0); break;
-		default: usage(2);
-		}
-	}
-	if (argc - optind < 2 || argc - optind > 24)
-		usage(2);
 	if (m.seek_max < m.seek_min) {
 		fprintf(stderr, "slowdisk: --seek-max is below --seek-min\n");
 		return 2;
 	}
 	rng = m.seed * 2654435761u + 0x9E3779B97F4A7C15ull;
-	img_fd = open(argv[optind], O_RDWR | O_CLOEXEC);
+	img_fd = open(image, O_RDWR | O_CLOEXEC);
 	if (img_fd < 0 || fstat(img_fd, &st) < 0) {
-		fprintf(stderr, "slowdisk: %s: %s\n", argv[optind], strerror(errno));
+		fprintf(stderr, "slowdisk: %s: %s\n", image, strerror(errno));
 		return 1;
 	}
 	capacity = (uint64_t)st.st_size;
 	if (!capacity) {
-		fprintf(stderr, "slowdisk: %s is empty\n", argv[optind]);
+		fprintf(stderr, "slowdisk: %s is empty\n", image);
 		return 1;
 	}
-	/* One request at a time (-s); the rest is the caller's. */
-	fargv[fargc++] = argv[0];
-	fargv[fargc++] = "-s";
-	fargv[fargc++] = "-o";
-	fargv[fargc++] = "fsname=slowdisk,subtype=slowdisk";
-	for (i = optind + 1; i < argc; i++)
-		fargv[fargc++] = argv[i];
-	fargv[fargc] = NULL;
-	return fuse_main(fargc, fargv, &ops, NULL);
+	/* One request at a time. */
+	fm_fuse_arg("-s");
+	return 0;
 }

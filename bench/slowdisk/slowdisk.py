@@ -17,38 +17,30 @@ block ends.
 
 import os
 import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BINARY = HERE / 'slowdisk'
+sys.path.insert(0, str(HERE.parent))
+import fusemodel  # noqa: E402  (bench/fusemodel.py)
 
 
-def build() -> Path:
-    """Build slowdisk (bench/Makefile) if it is missing or older than its
-    source; returns its path."""
-    p = subprocess.run(['make', '-s', '-C', str(HERE.parent), 'slowdisk/slowdisk'],
-                       capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError(f'cannot build slowdisk (libfuse3-dev, pkg-config):\n{p.stderr}')
-    return BINARY
+class SlowDisk(fusemodel.FuseModel):
+    NAME, COUNTERS = 'slowdisk', 'stats'
 
-
-class SlowDisk:
     def __init__(self, image, model='hdd', options=(), rotational=None,
                  scheduler='mq-deadline'):
+        super().__init__()
         self.image = Path(image)
         self.model = model
         self.options = list(options)
         self.rotational = (model == 'hdd') if rotational is None else rotational
         self.scheduler = scheduler
-        self.mnt = None
         self.dev = None
 
     def __enter__(self):
-        binary = build()
-        self.mnt = Path(tempfile.mkdtemp(prefix='slowdisk-'))
+        binary = self.mount_point()
         try:
             subprocess.run([str(binary), f'--model={self.model}'] + self.options +
                            [str(self.image), str(self.mnt)], check=True,
@@ -68,18 +60,6 @@ class SlowDisk:
             raise RuntimeError(f'slowdisk: cannot set up the model: {e} {err}'.strip())
         return self
 
-    def stats(self) -> dict:
-        """The model's counters: reads, writes, read_bytes, write_bytes,
-        seeks, ops (cloud), model_seconds."""
-        out = {}
-        for line in (self.mnt / 'stats').read_text().splitlines():
-            k, v = line.split()
-            out[k] = v if k == 'model' else float(v) if '.' in v else int(v)
-        return out
-
-    def reset(self) -> None:
-        (self.mnt / 'stats').write_text('0\n')
-
     def __exit__(self, *exc):
         if self.dev:
             # The kernel may still hold the device for a moment after an
@@ -90,17 +70,5 @@ class SlowDisk:
                     break
                 time.sleep(0.1)
             self.dev = None
-        if self.mnt:
-            for _ in range(50):
-                if not os.path.ismount(self.mnt) or subprocess.run(
-                        ['umount', str(self.mnt)], capture_output=True).returncode == 0:
-                    break
-                time.sleep(0.1)
-            else:
-                subprocess.run(['umount', '-l', str(self.mnt)], capture_output=True)
-            try:
-                self.mnt.rmdir()
-            except OSError:
-                pass
-            self.mnt = None
+        self.close_mount()
         return False
