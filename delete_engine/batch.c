@@ -152,8 +152,8 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 
 		if (fn(ctx, v[k].n, b->runs[v[k].k].fd, e))
 			de__node_keep(ctx, v[k].n);
-		else if (e->res == DE_R_REMOVED && ctx->run.limit_left > 0)
-			ctx->run.limit_left--;
+		else if (e->res == DE_R_REMOVED && ctx->run.limit.left > 0)
+			ctx->run.limit.left--;
 	}
 	free(v);
 }
@@ -170,9 +170,9 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
  */
 static int within_limit(const de_ctx *ctx, const struct de__batch *b)
 {
-	return ctx->run.limit_left < 0 ||
+	return ctx->run.limit.left < 0 ||
 	       (!ctx->run.hooks->dispose &&
-		(long long)(b->nv + b->ndirs) <= ctx->run.limit_left);
+		(long long)(b->nv + b->ndirs) <= ctx->run.limit.left);
 }
 
 /* See internal.h. */

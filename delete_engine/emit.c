@@ -19,13 +19,13 @@
  */
 void de__emit_free(de_ctx *ctx, struct de__node *c)
 {
-	const struct de__node *m = ctx->run.pbuf_node;
+	const struct de__node *m = ctx->run.rep.pbuf_node;
 
 	/* Usually m is c itself (its report was the last path built). */
 	while (m && m->depth > c->depth)
 		m = m->parent;
 	if (m == c)
-		ctx->run.pbuf_node = c->parent;
+		ctx->run.rep.pbuf_node = c->parent;
 	de__node_free(ctx, c);
 }
 
@@ -53,19 +53,19 @@ void de__maybe_progress(de_ctx *ctx, int force)
 	uint64_t now = de__now_ms();
 	struct de_progress p;
 
-	if (!force && now - ctx->run.last_prog_ms < ctx->cfg.progress_ms)
+	if (!force && now - ctx->run.rep.last_prog_ms < ctx->cfg.progress_ms)
 		return;
-	ctx->run.last_prog_ms = now;
+	ctx->run.rep.last_prog_ms = now;
 	if (!ctx->run.hooks->progress || de__cancelled(ctx))
 		return;
-	p.removed = __atomic_load_n(&ctx->run.unlinked, __ATOMIC_RELAXED);
+	p.removed = __atomic_load_n(&ctx->run.rep.unlinked, __ATOMIC_RELAXED);
 	if (p.removed < ctx->run.sum.removed_total)
 		p.removed = ctx->run.sum.removed_total;
 	p.failed = ctx->run.sum.failed;
 	pthread_mutex_lock(&ctx->mu);
-	p.dirs_pending = ctx->run.prog.dirs_pending;
+	p.dirs_pending = ctx->run.rep.prog.dirs_pending;
 	pthread_mutex_unlock(&ctx->mu);
-	p.elapsed_ms = now - ctx->run.t0_ms;
+	p.elapsed_ms = now - ctx->run.rep.t0_ms;
 	p.pace = de__pace_rate(ctx);
 	if (ctx->run.hooks->progress(ctx->run.hooks->arg, &p)) {
 		pthread_mutex_lock(&ctx->mu);
@@ -74,7 +74,7 @@ void de__maybe_progress(de_ctx *ctx, int force)
 	}
 }
 
-/* ctx->run.tick: progress from the calling thread while it removes (sched.c
+/* ctx->run.rep.tick: progress from the calling thread while it removes (sched.c
  * de__remove_at).  No lock is held here. */
 void de__caller_tick(de_ctx *ctx)
 {
@@ -155,7 +155,7 @@ void de__report_self(de_ctx *ctx, struct de__node *c)
 void de__sleep_locked(de_ctx *ctx)
 {
 	struct timespec ts;
-	uint64_t due = ctx->run.last_prog_ms + ctx->cfg.progress_ms;
+	uint64_t due = ctx->run.rep.last_prog_ms + ctx->cfg.progress_ms;
 	uint64_t now = de__now_ms();
 	struct de__work *w;
 
@@ -198,16 +198,16 @@ void de__emit_queued(de_ctx *ctx)
 	struct de__ev *ev;
 	struct de__node *c;
 
-	while ((ev = ctx->run.ev_head)) {
+	while ((ev = ctx->run.ev.head)) {
 		int mask = ev->kind;
 
 		c = ev->node;
-		ctx->run.ev_head = ev->next;
-		if (!ctx->run.ev_head)
-			ctx->run.ev_tail = NULL;
-		ctx->run.ev_count--;
+		ctx->run.ev.head = ev->next;
+		if (!ctx->run.ev.head)
+			ctx->run.ev.tail = NULL;
+		ctx->run.ev.count--;
 		if (mask & DE__EV_FILES)
-			ctx->run.ev_ents -= c->nents;
+			ctx->run.ev.ents -= c->nents;
 		pthread_mutex_unlock(&ctx->mu);
 		if (mask & DE__EV_FILES) {
 			long dlen = de__node_path(ctx, c, 256);

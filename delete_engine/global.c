@@ -398,7 +398,7 @@ static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
 	pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
 	if (g->probing)
 		probe(g, n, de__now_ns() - t0);
-	ctx->run.tick(ctx);
+	ctx->run.rep.tick(ctx);
 	if (batch && n->skip_scan) {
 		/* Listed in the window for hand_over(). */
 		if (win_add(g, n, NO_PIN) < 0)

@@ -97,6 +97,21 @@ size_t de__journal_tx_blocks(dev_t dev);
 
 /* ---- node.c, scan.c, sched.c: the tree of directories in progress ---- */
 
+/*
+ * A directory's state (struct de__node.state, tree lock), changed only by
+ * de__set_state(), which holds it to these transitions:
+ *
+ *   NEW ---> QUEUED ---> RUNNING ---> SCANNED ---> P2 ---> FILES ---> FINAL
+ *    |                     ^            ^   |                           ^
+ *    +---------------------+            |   +---------------------------+
+ *    +----------------------------------+
+ *
+ * QUEUED: a task on the pool (sched.c de__schedule).  NEW to RUNNING: a
+ * scan taken at once (run_phase2's chain, global.c's reads).  NEW to
+ * SCANNED: a root, and a directory the batch walk never got to read
+ * (walk.c).  SCANNED to FINAL: the batch walk's root, and the serial
+ * walk's nodes, which it removes itself, are never in P2 (walk.c).
+ */
 enum { NS_NEW, NS_QUEUED, NS_RUNNING, NS_SCANNED, NS_P2, NS_FILES,
        NS_FINAL };
 
@@ -127,7 +142,7 @@ struct de__node {
 	struct de__node *lnext, *lprev;	/* live list (tree lock) */
 	struct de__node *dnext, *dprev;	/* deferred stack (tree lock) */
 	struct de__node *inext, *iprev;	/* idle fds, node.c (tree lock) */
-	int idle;		/* on run.idle[idle - 1], or 0 (tree lock) */
+	int idle;		/* on run.tree.idle[idle - 1], or 0 (tree lock) */
 	struct de__work work;
 	de_ctx *ctx;
 	dev_t dev;		/* expected device, then the real one */
@@ -140,8 +155,8 @@ struct de__node {
 	int kept;		/* a child was not removed */
 	int state;		/* NS_* (tree lock) */
 	int chunks;		/* unlink chunks pending */
-	int deferred;		/* on ctx->run.deferred */
-	int inwin;		/* counted in ctx->run.win_live */
+	int deferred;		/* on ctx->run.tree.deferred */
+	int inwin;		/* counted in ctx->run.tree.win_live */
 	int skip_scan;		/* not entered: res/op/err say why */
 	int p2sub;		/* phase 2 started */
 	struct de__node *rnext;	/* ready queue: scanned, waiting for a
@@ -175,6 +190,38 @@ struct de__node {
 	size_t namelen;
 	char name[];
 };
+
+/*
+ * Checks that cost a little at run time and catch a broken invariant
+ * early: on in the sanitizer builds (make check-asan, check-tsan), which
+ * define DE_DEBUG, off in the library rsync links.
+ */
+#ifdef DE_DEBUG
+#include <assert.h>
+#define DE__ASSERT(x)	assert(x)
+#else
+#define DE__ASSERT(x)	((void)0)
+#endif
+
+/* Set n's state to.  Tree lock held. */
+static inline void de__set_state(struct de__node *n, int to)
+{
+#define S(x) (1u << (x))
+	static const unsigned char from[NS_FINAL + 1] = {
+		[NS_QUEUED] = S(NS_NEW),
+		[NS_RUNNING] = S(NS_NEW) | S(NS_QUEUED),
+		[NS_SCANNED] = S(NS_NEW) | S(NS_RUNNING),
+		[NS_P2] = S(NS_SCANNED),
+		[NS_FILES] = S(NS_P2),
+		[NS_FINAL] = S(NS_SCANNED) | S(NS_FILES),
+	};
+#undef S
+
+	DE__ASSERT(to > NS_NEW && to <= NS_FINAL &&
+		   (from[to] & (1u << n->state)));
+	(void)from;
+	n->state = to;
+}
 
 #define DE__EV_FILES	1
 #define DE__EV_SELF	2
@@ -244,47 +291,65 @@ struct de__run {
 	const struct de_hooks *hooks;
 	struct de_hooks nohooks;
 	struct de__plan plan;		/* policy.c's alone to write */
+	int cancel;			/* atomic: de__cancelled() */
+	struct de__node *root;
+	pthread_t caller;		/* the thread in de_remove() */
+	struct de_summary sum;
+	/* node.c and sched.c: the nodes in progress. */
+	struct {
+		struct de__node *live;
+		struct de__node *deferred;	/* stack head */
+		/* node.c's fd cache: held fds no one pins, most recently
+		 * unpinned first; [1] those that children still open
+		 * themselves from.  Empty between calls: a node leaves
+		 * them when it is freed. */
+		struct de__node *idle[2], *idle_tail[2];
+		int nfds;
+		unsigned win_live;	/* ordered runs: nodes in the window */
+		uint64_t scans_inflight;
+	} tree;
+	/* The unordered emitter's queue (unlink.c pushes, emit.c pops). */
+	struct {
+		struct de__ev *head, *tail;
+		unsigned count;		/* events queued */
+		size_t ents;		/* entries their listings hold */
+	} ev;
+	/* max_delete: the calling thread's (de_limit_take). */
+	struct {
+		long long left;		/* -1: none */
+		int hit;
+	} limit;
 	/* The batch walk (global.c, walk.c): an ordered run in the global
 	 * schedule; NULL otherwise.  The calling thread's. */
-	struct de__global *gwin;
-	struct de__batch *batch;
-	int cancel;			/* atomic: de__cancelled() */
-	int nfds;
-	/* node.c's fd cache: held fds no one pins, most recently unpinned
-	 * first; [1] those that children still open themselves from.
-	 * Empty between calls: a node leaves them when it is freed. */
-	struct de__node *idle[2], *idle_tail[2];
-	unsigned win_live;		/* ordered runs: nodes in the window */
-	uint64_t pending_dirs;
-	struct de__node *live;
-	struct de__node *deferred;	/* stack head */
-	struct de__ev *ev_head, *ev_tail;
-	unsigned ev_count;		/* events queued */
-	size_t ev_ents;			/* entries their listings hold */
-	uint64_t scans_inflight;
-	struct de__node *root;
-	long long limit_left;		/* the calling thread's (de_limit_take) */
-	int limit_hit;
-	struct de_summary sum;
-	struct de_progress prog;
-	uint64_t t0_ms;
-	uint64_t last_prog_ms;
-	/* The report buffer ctx->pbuf starts with this node's path
-	 * (pbuf_node->pathlen bytes), or nothing is known when NULL.  Only
-	 * the emitter frees nodes, and it moves pbuf_node to the parent
-	 * first (emit.c de__emit_free). */
-	const struct de__node *pbuf_node;
-	/* Successful unlinks and rmdirs, counted by the workers as they go
-	 * (atomic): reports of a directory's entries may wait until the
-	 * directory is done, and progress must not stall meanwhile. */
-	uint64_t unlinked;
-	pthread_t caller;		/* the thread in de_remove() */
-	unsigned caller_ticks;		/* its removals (sched.c) */
-	/* Lets the run deliver progress from the calling thread while it
-	 * makes removals itself (unlink.c de__remove_at, every 64th): a call
-	 * up the layers, through a pointer (README.md, "Layers"). */
-	void (*tick)(de_ctx *ctx);
+	struct {
+		struct de__global *gwin;
+		struct de__batch *batch;
+	} walk;
+	/* Reports and progress (emit.c): the calling thread's but for
+	 * unlinked. */
+	struct {
+		struct de_progress prog;
+		uint64_t t0_ms;
+		uint64_t last_prog_ms;
+		/* The report buffer ctx->pbuf starts with this node's path
+		 * (pbuf_node->pathlen bytes), or nothing is known when
+		 * NULL.  Only the emitter frees nodes, and it moves
+		 * pbuf_node to the parent first (emit.c de__emit_free). */
+		const struct de__node *pbuf_node;
+		/* Successful unlinks and rmdirs, counted by the workers as
+		 * they go (atomic): reports of a directory's entries may
+		 * wait until the directory is done, and progress must not
+		 * stall meanwhile. */
+		uint64_t unlinked;
+		unsigned caller_ticks;	/* the calling thread's removals */
+		/* Lets the run deliver progress from the calling thread
+		 * while it makes removals itself (unlink.c de__remove_at,
+		 * every 64th): a call up the layers, through a pointer
+		 * (README.md, "Layers"). */
+		void (*tick)(de_ctx *ctx);
+	} rep;
 };
+
 
 /*
  * Phase-2 admission (sched.c run_phase2): p2_active workers are

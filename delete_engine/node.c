@@ -87,8 +87,8 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 		n->set = parent->set;
 	}
 	de__lock(ctx);
-	DLIST_PUSH(ctx->run.live, n, lnext, lprev);
-	ctx->run.prog.dirs_pending++;
+	DLIST_PUSH(ctx->run.tree.live, n, lnext, lprev);
+	ctx->run.rep.prog.dirs_pending++;
 	de__unlock(ctx);
 	return n;
 }
@@ -103,11 +103,11 @@ static void idle_del(de_ctx *ctx, struct de__node *n)
 	if (n->iprev)
 		n->iprev->inext = n->inext;
 	else
-		ctx->run.idle[l] = n->inext;
+		ctx->run.tree.idle[l] = n->inext;
 	if (n->inext)
 		n->inext->iprev = n->iprev;
 	else
-		ctx->run.idle_tail[l] = n->iprev;
+		ctx->run.tree.idle_tail[l] = n->iprev;
 	n->inext = n->iprev = NULL;
 	n->idle = 0;
 }
@@ -116,12 +116,12 @@ static void idle_del(de_ctx *ctx, struct de__node *n)
 static void idle_push(de_ctx *ctx, struct de__node *n, int l)
 {
 	n->iprev = NULL;
-	n->inext = ctx->run.idle[l];
+	n->inext = ctx->run.tree.idle[l];
 	if (n->inext)
 		n->inext->iprev = n;
 	else
-		ctx->run.idle_tail[l] = n;
-	ctx->run.idle[l] = n;
+		ctx->run.tree.idle_tail[l] = n;
+	ctx->run.tree.idle[l] = n;
 	n->idle = l + 1;
 }
 
@@ -137,7 +137,7 @@ static struct de__node *idle_victim(de_ctx *ctx, int any)
 {
 	struct de__node *n;
 
-	while ((n = ctx->run.idle_tail[0])) {
+	while ((n = ctx->run.tree.idle_tail[0])) {
 		idle_del(ctx, n);
 		if (n->fd < 0 || n->pins)
 			continue;
@@ -145,7 +145,7 @@ static struct de__node *idle_victim(de_ctx *ctx, int any)
 			return n;
 		idle_push(ctx, n, 1);
 	}
-	while (any && (n = ctx->run.idle_tail[1])) {
+	while (any && (n = ctx->run.tree.idle_tail[1])) {
 		idle_del(ctx, n);
 		if (n->fd >= 0 && n->pins == 0)
 			return n;
@@ -159,14 +159,14 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	int fd = -1;
 
 	de__lock(ctx);
-	DLIST_DEL(ctx->run.live, n, lnext, lprev);
+	DLIST_DEL(ctx->run.tree.live, n, lnext, lprev);
 	if (n->inwin)
-		ctx->run.win_live--;
-	ctx->run.prog.dirs_pending--;
+		ctx->run.tree.win_live--;
+	ctx->run.rep.prog.dirs_pending--;
 	idle_del(ctx, n);
 	if (n->fd >= 0 && n->parent && !n->base) {
 		fd = n->fd;
-		ctx->run.nfds--;
+		ctx->run.tree.nfds--;
 	}
 	de__unlock(ctx);
 	if (fd >= 0)
@@ -231,7 +231,7 @@ static int reopen_from_child(de_ctx *ctx, struct de__node *n)
 		return -ENOENT;
 	de__lock(ctx);
 	for (l = 0; l < 2 && !c; l++)
-		for (c = ctx->run.idle[l]; c; c = c->inext)
+		for (c = ctx->run.tree.idle[l]; c; c = c->inext)
 			if (c->parent == n && c->fd >= 0)
 				break;
 	if (c) {
@@ -298,7 +298,7 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 		fd = n->fd;
 	} else {
 		n->fd = fd;
-		ctx->run.nfds++;
+		ctx->run.tree.nfds++;
 	}
 	n->pins++;
 	de__unlock(ctx);
@@ -321,7 +321,7 @@ int de__shed_fd(de_ctx *ctx)
 	if (n) {
 		fd = n->fd;
 		n->fd = -1;
-		ctx->run.nfds--;
+		ctx->run.tree.nfds--;
 	}
 	de__unlock(ctx);
 	if (fd < 0)
@@ -346,15 +346,15 @@ int de__unpin_locked(de_ctx *ctx, struct de__node *n)
 	idle_del(ctx, n);
 	if (n->refs > 0) {
 		idle_push(ctx, n, n->unopened > 0);
-		if (ctx->run.nfds <= ctx->fd_budget)
+		if (ctx->run.tree.nfds <= ctx->fd_budget)
 			return -1;
-		v = idle_victim(ctx, ctx->run.nfds > 2 * ctx->fd_budget);
+		v = idle_victim(ctx, ctx->run.tree.nfds > 2 * ctx->fd_budget);
 		if (!v)
 			return -1;
 	}
 	fd = v->fd;
 	v->fd = -1;
-	ctx->run.nfds--;
+	ctx->run.tree.nfds--;
 	return fd;
 }
 
@@ -380,7 +380,7 @@ void de__node_unpin(de_ctx *ctx, struct de__node *n)
  */
 long de__node_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 {
-	const struct de__node *a = ctx->run.pbuf_node, *b = n, *m;
+	const struct de__node *a = ctx->run.rep.pbuf_node, *b = n, *m;
 	size_t len = n->pathlen, pos;
 
 	if (len + extra + 2 > ctx->pcap) {
@@ -412,6 +412,6 @@ long de__node_path(de_ctx *ctx, const struct de__node *n, size_t extra)
 		if (pos)
 			ctx->pbuf[--pos] = '/';
 	}
-	ctx->run.pbuf_node = n;
+	ctx->run.rep.pbuf_node = n;
 	return (long)len;
 }

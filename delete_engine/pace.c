@@ -320,8 +320,8 @@ void de__pace(de_ctx *ctx)
 		/* A yield lasts seconds: the calling thread still delivers
 		 * progress, which is how rsync sends keep-alives, and a
 		 * cancelled run does not wait for it to end. */
-		if (ctx->run.tick && de__is_caller(ctx))
-			ctx->run.tick(ctx);
+		if (ctx->run.rep.tick && de__is_caller(ctx))
+			ctx->run.rep.tick(ctx);
 		if (de__cancelled(ctx))
 			return;
 		now = now_ns();

@@ -400,7 +400,7 @@ unsigned de__plan(de_ctx *ctx, long fstype, int sets)
 
 	p->fs = fs_of(fstype)->name;
 	p->dir_hooks = ctx->run.hooks->enter_dir != NULL;
-	p->limit = ctx->run.limit_left >= 0;
+	p->limit = ctx->run.limit.left >= 0;
 	p->mode = p->planned = choose(ctx, fstype, sets, &p->why);
 	/* A hand-over leaves the serial walk what it serves in canonical
 	 * order: a limit and the hooks. */

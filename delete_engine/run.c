@@ -24,14 +24,14 @@ static void drain_cancel(de_ctx *ctx)
 		int again = 0;
 
 		pthread_mutex_lock(&ctx->mu);
-		while ((c = ctx->run.deferred)) {
+		while ((c = ctx->run.tree.deferred)) {
 			de__undefer(ctx, c, 0);
 			pthread_mutex_unlock(&ctx->mu);
 			de__task(&c->work, ctx->caller_buf);
 			pthread_mutex_lock(&ctx->mu);
 		}
 		if (ctx->run.plan.dir_hooks && !de__serial(ctx)) {
-			for (c = ctx->run.live; c; c = c->lnext) {
+			for (c = ctx->run.tree.live; c; c = c->lnext) {
 				if (c->state == NS_SCANNED && !c->p2sub &&
 				    c != ctx->run.root) {
 					c->p2sub = 1;
@@ -45,7 +45,7 @@ static void drain_cancel(de_ctx *ctx)
 			}
 		}
 		if (!again) {
-			if (de__serial(ctx) ? ctx->run.scans_inflight == 0 :
+			if (de__serial(ctx) ? ctx->run.tree.scans_inflight == 0 :
 			    ctx->run.root->state == NS_FINAL) {
 				pthread_mutex_unlock(&ctx->mu);
 				return;
@@ -135,27 +135,27 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 
 	memset(&ctx->run.nohooks, 0, sizeof(ctx->run.nohooks));
 	ctx->run.hooks = hooks ? hooks : &ctx->run.nohooks;
-	ctx->run.limit_left = max_delete >= 0 ? max_delete : -1;
-	ctx->run.limit_hit = 0;
+	ctx->run.limit.left = max_delete >= 0 ? max_delete : -1;
+	ctx->run.limit.hit = 0;
 	__atomic_store_n(&ctx->run.cancel, 0, __ATOMIC_RELAXED);
-	ctx->run.nfds = 0;
-	ctx->run.win_live = 0;
-	ctx->run.scans_inflight = 0;
-	ctx->run.live = NULL;
-	ctx->run.deferred = NULL;
-	ctx->run.ev_head = ctx->run.ev_tail = NULL;
-	ctx->run.ev_count = 0;
-	ctx->run.ev_ents = 0;
+	ctx->run.tree.nfds = 0;
+	ctx->run.tree.win_live = 0;
+	ctx->run.tree.scans_inflight = 0;
+	ctx->run.tree.live = NULL;
+	ctx->run.tree.deferred = NULL;
+	ctx->run.ev.head = ctx->run.ev.tail = NULL;
+	ctx->run.ev.count = 0;
+	ctx->run.ev.ents = 0;
 	/* ctx->sched is not reset: internal.h, struct de__sched, says why. */
 	memset(&ctx->run.sum, 0, sizeof(ctx->run.sum));
-	memset(&ctx->run.prog, 0, sizeof(ctx->run.prog));
-	ctx->run.t0_ms = ctx->run.last_prog_ms = de__now_ms();
-	__atomic_store_n(&ctx->run.unlinked, 0, __ATOMIC_RELAXED);
+	memset(&ctx->run.rep.prog, 0, sizeof(ctx->run.rep.prog));
+	ctx->run.rep.t0_ms = ctx->run.rep.last_prog_ms = de__now_ms();
+	__atomic_store_n(&ctx->run.rep.unlinked, 0, __ATOMIC_RELAXED);
 	ctx->run.caller = pthread_self();
-	ctx->run.tick = de__caller_tick;
-	ctx->run.pbuf_node = NULL;
-	ctx->run.gwin = NULL;
-	ctx->run.batch = NULL;
+	ctx->run.rep.tick = de__caller_tick;
+	ctx->run.rep.pbuf_node = NULL;
+	ctx->run.walk.gwin = NULL;
+	ctx->run.walk.batch = NULL;
 }
 
 /* See delete_engine.h.  limit_left belongs to the calling thread: only
@@ -165,12 +165,12 @@ int de_limit_take(de_ctx *ctx, unsigned long long n)
 {
 	if (!ctx || !ctx->run.root || !de__is_caller(ctx))
 		return -EINVAL;
-	if (ctx->run.limit_left < 0)
+	if (ctx->run.limit.left < 0)
 		return 0;
-	if ((unsigned long long)ctx->run.limit_left <= n)
-		ctx->run.limit_left = 0;
+	if ((unsigned long long)ctx->run.limit.left <= n)
+		ctx->run.limit.left = 0;
 	else
-		ctx->run.limit_left -= (long long)n;
+		ctx->run.limit.left -= (long long)n;
 	return 0;
 }
 
@@ -197,7 +197,7 @@ static int new_root(de_ctx *ctx, struct de__node *parent, int dirfd,
 	r->ino = st.ino;
 	r->mode = st.mode;
 	r->fstype = de__fs_type(dirfd);
-	r->state = NS_SCANNED;
+	de__set_state(r, NS_SCANNED);
 	*out = r;
 	return 0;
 }
@@ -248,16 +248,16 @@ static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
 	if (ctx->pool_ready)
 		de__pool_quiesce(&ctx->pool);
 	/* Free what is left: the root, and after a cancel everything. */
-	while (ctx->run.live)
-		de__node_free(ctx, ctx->run.live);
-	ctx->run.pbuf_node = NULL;
+	while (ctx->run.tree.live)
+		de__node_free(ctx, ctx->run.tree.live);
+	ctx->run.rep.pbuf_node = NULL;
 	ctx->run.root = NULL;
 	de__maybe_progress(ctx, 1);
 	if (sum)
 		*sum = ctx->run.sum;
 	if (de__cancelled(ctx))
 		return -ECANCELED;
-	if (ctx->run.limit_hit || ctx->run.sum.skipped)
+	if (ctx->run.limit.hit || ctx->run.sum.skipped)
 		return -EDQUOT;
 	if (ctx->run.sum.failed)
 		return -EIO;
@@ -374,8 +374,8 @@ static int sets_in_turn(de_ctx *ctx, const struct de_set *sets, size_t n,
 			worst = rc;
 		/* What is left of the limit, the caller's takes counted. */
 		if (o.max_delete >= 0)
-			o.max_delete = ctx->run.limit_left > 0 ?
-				       ctx->run.limit_left : 0;
+			o.max_delete = ctx->run.limit.left > 0 ?
+				       ctx->run.limit.left : 0;
 	}
 	if (sum)
 		*sum = total;
@@ -427,7 +427,7 @@ static int sets_root(de_ctx *ctx, const struct de_set *sets, size_t n)
 
 	if (!r)
 		return -ENOMEM;
-	r->state = NS_SCANNED;
+	de__set_state(r, NS_SCANNED);
 	ctx->run.root = r;
 	for (k = 0; k < n && !rc; k++) {
 		struct de__node *c;
@@ -477,8 +477,8 @@ int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 			rc = 1;		/* the plan says not here */
 	}
 	if (rc) {
-		while (ctx->run.live)
-			de__node_free(ctx, ctx->run.live);
+		while (ctx->run.tree.live)
+			de__node_free(ctx, ctx->run.tree.live);
 		ctx->run.root = NULL;
 		return rc < 0 ? rc : sets_in_turn(ctx, sets, n, hooks, opts, sum);
 	}

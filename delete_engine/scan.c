@@ -154,7 +154,7 @@ static int open_child(de_ctx *ctx, struct de__node *n, int *by_name,
 	if (fd >= 0) {
 		n->fd = fd;
 		n->pins = 1;
-		ctx->run.nfds++;
+		ctx->run.tree.nfds++;
 	}
 	de__unlock(ctx);
 	de__node_unpin(ctx, p);
@@ -287,9 +287,9 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		pinned = 0;
 	}
 	de__lock(ctx);
-	n->state = NS_SCANNED;
+	de__set_state(n, NS_SCANNED);
 	if (de__serial(ctx))
-		ctx->run.scans_inflight--;
+		ctx->run.tree.scans_inflight--;
 	/*
 	 * Hook mode: phase 2 waits for the walk, which calls enter_dir and
 	 * then submits it (walk.c), but the walk enters only the nodes

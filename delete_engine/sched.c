@@ -45,19 +45,19 @@ int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 void de__schedule(de_ctx *ctx, struct de__node *c)
 {
 	de__lock(ctx);
-	if (de__ordered(ctx) && ctx->run.win_live >= ctx->run.plan.win_max) {
+	if (de__ordered(ctx) && ctx->run.tree.win_live >= ctx->run.plan.win_max) {
 		c->deferred = 1;
-		DLIST_PUSH(ctx->run.deferred, c, dnext, dprev);
+		DLIST_PUSH(ctx->run.tree.deferred, c, dnext, dprev);
 		de__unlock(ctx);
 		return;
 	}
-	c->state = NS_QUEUED;
+	de__set_state(c, NS_QUEUED);
 	if (de__ordered(ctx)) {
 		c->inwin = 1;
-		ctx->run.win_live++;
+		ctx->run.tree.win_live++;
 	}
 	if (de__serial(ctx))
-		ctx->run.scans_inflight++;
+		ctx->run.tree.scans_inflight++;
 	c->work.fn = de__task;
 	de__unlock(ctx);
 	de__pool_submit(&ctx->pool, &c->work, 1);
@@ -70,15 +70,15 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
  */
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window)
 {
-	DLIST_DEL(ctx->run.deferred, c, dnext, dprev);
+	DLIST_DEL(ctx->run.tree.deferred, c, dnext, dprev);
 	c->deferred = 0;
-	c->state = NS_QUEUED;
+	de__set_state(c, NS_QUEUED);
 	if (in_window) {
 		c->inwin = 1;
-		ctx->run.win_live++;
+		ctx->run.tree.win_live++;
 	}
 	if (de__serial(ctx))
-		ctx->run.scans_inflight++;
+		ctx->run.tree.scans_inflight++;
 }
 
 /* Submit deferred scans while the window has room. */
@@ -87,7 +87,7 @@ void de__pump(de_ctx *ctx)
 	struct de__node *c;
 
 	de__lock(ctx);
-	while ((c = ctx->run.deferred) && ctx->run.win_live < ctx->run.plan.win_max &&
+	while ((c = ctx->run.tree.deferred) && ctx->run.tree.win_live < ctx->run.plan.win_max &&
 	       !de__cancelled(ctx)) {
 		de__undefer(ctx, c, 1);
 		c->work.fn = de__task;
@@ -179,7 +179,7 @@ static void p2_begin(de_ctx *ctx, struct de__node *n)
 {
 	de__lock(ctx);
 	n->p2sub = 1;
-	n->state = NS_P2;
+	de__set_state(n, NS_P2);
 	n->chunks = 1;
 	de__signal(ctx);
 	de__unlock(ctx);
@@ -188,7 +188,7 @@ static void p2_begin(de_ctx *ctx, struct de__node *n)
 void de__node_running(de_ctx *ctx, struct de__node *n)
 {
 	de__lock(ctx);
-	n->state = NS_RUNNING;
+	de__set_state(n, NS_RUNNING);
 	de__unlock(ctx);
 }
 
@@ -274,12 +274,12 @@ static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
 static int take_child(de_ctx *ctx, struct de__node *c)
 {
 	if (de__ordered(ctx)) {
-		if (ctx->run.win_live >= ctx->run.plan.win_max)
+		if (ctx->run.tree.win_live >= ctx->run.plan.win_max)
 			return 0;
 		c->inwin = 1;
-		ctx->run.win_live++;
+		ctx->run.tree.win_live++;
 	}
-	c->state = NS_RUNNING;
+	de__set_state(c, NS_RUNNING);
 	return 1;
 }
 
@@ -440,7 +440,7 @@ void de__task(struct de__work *w, void *buf)
 	int pinned;
 
 	de__lock(ctx);
-	n->state = NS_RUNNING;
+	de__set_state(n, NS_RUNNING);
 	de__unlock(ctx);
 	if (de__serial(ctx) || ctx->run.plan.dir_hooks) {
 		de__scan(ctx, n, buf, 0);

@@ -45,11 +45,11 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 
 	ev->node = n;
 	ev->kind = kind;
-	FIFO_APPEND(ctx->run.ev_head, ctx->run.ev_tail, ev, next);
-	ctx->run.ev_count++;
+	FIFO_APPEND(ctx->run.ev.head, ctx->run.ev.tail, ev, next);
+	ctx->run.ev.count++;
 	if (kind == DE__EV_FILES)
-		ctx->run.ev_ents += n->nents;
-	if (ctx->run.ev_count >= EV_WAKE_EVENTS || ctx->run.ev_ents >= EV_WAKE_ENTS)
+		ctx->run.ev.ents += n->nents;
+	if (ctx->run.ev.count >= EV_WAKE_EVENTS || ctx->run.ev.ents >= EV_WAKE_ENTS)
 		de__wake(ctx);
 }
 
@@ -58,7 +58,7 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
  * de_config.rate when pace is set.  Counts it for progress; on the calling
  * thread, which sometimes runs a directory's task itself (run.c
  * need_scanned(), deferred scans), every 64th removal also lets the run
- * deliver progress (ctx->run.tick): the progress hook is how the caller sends
+ * deliver progress (ctx->run.rep.tick): the progress hook is how the caller sends
  * keep-alives, and must not wait until a huge or rate-limited directory
  * is done, or a remote --timeout ends the run.  Returns 0 or a negative
  * errno.
@@ -73,12 +73,12 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 	rc = de__unlinkat(ctx, dfd, name, flags);
 	if (rc)
 		return rc;
-	__atomic_add_fetch(&ctx->run.unlinked, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctx->run.rep.unlinked, 1, __ATOMIC_RELAXED);
 	/* Only the calling thread touches caller_ticks; it reads the clock
 	 * once per 64 of its removals, not per file. */
 	if (de__is_caller(ctx) &&
-	    (++ctx->run.caller_ticks & 63) == 0)
-		ctx->run.tick(ctx);
+	    (++ctx->run.rep.caller_ticks & 63) == 0)
+		ctx->run.rep.tick(ctx);
 	return 0;
 }
 
@@ -319,7 +319,7 @@ static void files_done(de_ctx *ctx, struct de__node *n, uint32_t *idx)
 	de__lock(ctx);
 	last = --n->chunks == 0;
 	if (last) {
-		n->state = NS_FILES;
+		de__set_state(n, NS_FILES);
 		if (!de__ordered(ctx) && n->nents)
 			ev_push(ctx, n, DE__EV_FILES);
 		de__signal(ctx);
@@ -473,7 +473,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		}
 		if (!p) {
 			de__lock(ctx);
-			n->state = NS_FINAL;
+			de__set_state(n, NS_FINAL);
 			de__wake(ctx);
 			de__unlock(ctx);
 			return;
@@ -494,7 +494,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		n->res = (uint8_t)res;
 		n->op = (uint8_t)op;
 		n->err = err;
-		n->state = NS_FINAL;
+		de__set_state(n, NS_FINAL);
 		if (res != DE_R_REMOVED && res != DE_R_VANISHED)
 			p->kept = 1;
 		if (!de__ordered(ctx))

@@ -42,7 +42,7 @@ static void batch_flush(de_ctx *ctx);
  */
 static void batch_read(de_ctx *ctx, struct de__node *c)
 {
-	struct de__global *g = ctx->run.gwin;
+	struct de__global *g = ctx->run.walk.gwin;
 
 	batch_flush(ctx);
 	while (c->state < NS_SCANNED && g->nstack && !de__cancelled(ctx))
@@ -53,7 +53,7 @@ static void batch_read(de_ctx *ctx, struct de__node *c)
 		c->op = DE_OP_OPEN;
 		c->err = de__cancelled(ctx) ? ECANCELED : EIO;
 		de__lock(ctx);
-		c->state = NS_SCANNED;
+		de__set_state(c, NS_SCANNED);
 		de__unlock(ctx);
 	}
 }
@@ -61,7 +61,7 @@ static void batch_read(de_ctx *ctx, struct de__node *c)
 /* Make sure c is scanned, running it here if no worker has started it. */
 static void need_scanned(de_ctx *ctx, struct de__node *c)
 {
-	if (ctx->run.batch) {
+	if (ctx->run.walk.batch) {
 		if (c->state < NS_SCANNED)
 			batch_read(ctx, c);
 		return;
@@ -94,8 +94,8 @@ static void need_scanned(de_ctx *ctx, struct de__node *c)
 
 static void limit_take(de_ctx *ctx)
 {
-	if (ctx->run.limit_left > 0)
-		ctx->run.limit_left--;
+	if (ctx->run.limit.left > 0)
+		ctx->run.limit.left--;
 }
 
 /* Ask the dispose hook about entry e of n, whose fd (pinned) is fd.  A
@@ -170,9 +170,9 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e,
 		return;
 	}
 	e->done = 1;
-	if (ctx->run.limit_left == 0) {
+	if (ctx->run.limit.left == 0) {
 		e->res = DE_R_SKIPPED;
-		ctx->run.limit_hit = 1;
+		ctx->run.limit.hit = 1;
 		return;
 	}
 	if (ctx->run.flags & DE_F_DRY_RUN && !ctx->run.hooks->dispose) {
@@ -209,9 +209,9 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 	struct de__node *p = c->parent;
 	int res, op = 0, err = 0;
 
-	if (ctx->run.limit_left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
+	if (ctx->run.limit.left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
 		res = DE_R_SKIPPED;
-		ctx->run.limit_hit = 1;
+		ctx->run.limit.hit = 1;
 	} else if (c->skip_scan) {
 		int ppinned;
 
@@ -366,7 +366,7 @@ static void finish_ent(de_ctx *ctx, struct de__node *n, size_t i)
  * report it, in canonical order. */
 static void batch_flush(de_ctx *ctx)
 {
-	struct de__batch *b = ctx->run.batch;
+	struct de__batch *b = ctx->run.walk.batch;
 	size_t k;
 
 	if (!b->nv)
@@ -381,7 +381,7 @@ static void batch_flush(de_ctx *ctx)
  * when full.  Without memory for it, after what is held, at once. */
 static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
 {
-	struct de__batch *b = ctx->run.batch;
+	struct de__batch *b = ctx->run.walk.batch;
 
 	if (de__batch_add(b, n, i) < 0) {
 		batch_flush(ctx);
@@ -389,7 +389,7 @@ static void batch_push(de_ctx *ctx, struct de__node *n, size_t i)
 			/* Nothing held, not even the last one's pin,
 			 * which finish_ent() may free. */
 			de__batch_free(ctx, b);
-			de__batch_init(b, ctx->run.gwin);
+			de__batch_init(b, ctx->run.walk.gwin);
 			finish_ent(ctx, n, i);
 			return;
 		}
@@ -410,7 +410,7 @@ static void walk_enter(de_ctx *ctx, struct de__node *n)
 		de__enter_dir(ctx, n);
 	if (de__serial(ctx))
 		de__prepare_serial(ctx, n);
-	else if (ctx->run.plan.dir_hooks && !ctx->run.batch)
+	else if (ctx->run.plan.dir_hooks && !ctx->run.walk.batch)
 		de__unlink_phase(ctx, n, 0, DE__P2_POOL_GATED);
 }
 
@@ -457,7 +457,7 @@ static int walk_child(de_ctx *ctx, struct de__node *n, int nfd,
 		return nfd;
 	if (ctx->run.hooks->ask_dir &&
 	    (!c->skip_scan || de__unopened_for_perm(c)) &&
-	    !c->kept && ctx->run.limit_left != 0)
+	    !c->kept && ctx->run.limit.left != 0)
 		(void)ask_dir(ctx, n, nfd, c, 1);
 	if (de__serial(ctx))
 		serial_dir(ctx, c);
@@ -482,12 +482,12 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 	size_t i;
 
 	walk_enter(ctx, n);
-	if (!de__serial(ctx) && !ctx->run.batch)
+	if (!de__serial(ctx) && !ctx->run.walk.batch)
 		de__wait_state(ctx, n, NS_P2);
 	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
 		struct de__ent *e = &n->ents[i];
 
-		if (ctx->run.batch) {
+		if (ctx->run.walk.batch) {
 			batch_entry(ctx, n, i);
 			continue;
 		}
@@ -506,7 +506,7 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 		de__maybe_progress(ctx, 0);
 	}
 	de__leave_dir(ctx, n);
-	if (ctx->run.batch && n == ctx->run.root)
+	if (ctx->run.walk.batch && n == ctx->run.root)
 		batch_flush(ctx);
 	return nfd;
 }
@@ -540,9 +540,9 @@ int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
 		    struct de__batch *b, int probe)
 {
 	de__global_start(ctx, g, r, probe);
-	ctx->run.gwin = g;
+	ctx->run.walk.gwin = g;
 	if (de__global_read(ctx, g) < 0) {
-		ctx->run.gwin = NULL;
+		ctx->run.walk.gwin = NULL;
 		/* A limit or hooks: the serial walk (policy.c
 		 * de__plan_hand_over). */
 		if (de__serial(ctx))
@@ -550,7 +550,7 @@ int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
 		return 0;
 	}
 	de__batch_init(b, g);
-	ctx->run.batch = b;
+	ctx->run.walk.batch = b;
 	return 1;
 }
 
@@ -558,11 +558,11 @@ int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
  * it in the other schedules. */
 void de__batch_end(de_ctx *ctx, struct de__node *r)
 {
-	de__batch_free(ctx, ctx->run.batch);
-	de__global_end(ctx->run.gwin);
-	ctx->run.batch = NULL;
-	ctx->run.gwin = NULL;
+	de__batch_free(ctx, ctx->run.walk.batch);
+	de__global_end(ctx->run.walk.gwin);
+	ctx->run.walk.batch = NULL;
+	ctx->run.walk.gwin = NULL;
 	de__lock(ctx);
-	r->state = NS_FINAL;
+	de__set_state(r, NS_FINAL);
 	de__unlock(ctx);
 }

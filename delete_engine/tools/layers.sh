@@ -6,7 +6,7 @@
 # callers above callees, then checks that the graph has no cycle: a call
 # back up the layers (sys.c into run.c, say) would make one, and exits 1
 # naming it, with the symbols behind each of its edges.  Calls through a
-# function pointer (ctx->shed_fd, ctx->tick) reference no symbol and do
+# function pointer (ctx->shed_fd, ctx->run.rep.tick) reference no symbol and do
 # not count: they are how a lower layer reaches a higher one (README.md,
 # "Layers").  OBJ: the library's objects, by default build/*.o; NM: the
 # nm to use (nm).  Exit 2 when an object cannot be read.
