@@ -53,7 +53,7 @@ int de__batch_add(struct de__batch *b, struct de__node *n, size_t i)
 	b->v[b->nv].n = n;
 	b->v[b->nv].i = (uint32_t)i;
 	b->v[b->nv++].run = (uint32_t)(b->nruns - 1);
-	b->ndirs += n->ents[i].child != NULL;
+	b->ndirs += n->ls.ents[i].child != NULL;
 	return 0;
 }
 
@@ -135,7 +135,7 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 		return;		/* the walk unlinks them in its order */
 	for (k = 0; k < b->nv; k++) {
 		struct de__node *n = b->v[k].n;
-		struct de__ent *e = &n->ents[b->v[k].i];
+		struct de__ent *e = &n->ls.ents[b->v[k].i];
 
 		if (e->child || e->type == DE_T_DIR || e->done ||
 		    e->action != DE_A_DELETE || b->runs[b->v[k].run].fd < 0)
@@ -148,7 +148,7 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 	}
 	de__sort_by_ino(v, nv);
 	for (k = 0; k < nv && !de__cancelled(ctx); k++) {
-		struct de__ent *e = &v[k].n->ents[v[k].i];
+		struct de__ent *e = &v[k].n->ls.ents[v[k].i];
 
 		if (fn(ctx, v[k].n, b->runs[v[k].k].fd, e))
 			de__node_keep(ctx, v[k].n);

@@ -207,27 +207,27 @@ void de__emit_queued(de_ctx *ctx)
 			ctx->run.ev.tail = NULL;
 		ctx->run.ev.count--;
 		if (mask & DE__EV_FILES)
-			ctx->run.ev.ents -= c->nents;
+			ctx->run.ev.ents -= c->ls.nents;
 		pthread_mutex_unlock(&ctx->mu);
 		if (mask & DE__EV_FILES) {
 			long dlen = de__node_path(ctx, c, 256);
 			size_t i;
 
-			for (i = 0; i < c->nents; i++)
-				if (!c->ents[i].child &&
-				    c->ents[i].done)
+			for (i = 0; i < c->ls.nents; i++)
+				if (!c->ls.ents[i].child &&
+				    c->ls.ents[i].done)
 					de__report_ent(ctx, c, dlen,
-						   &c->ents[i]);
+						   &c->ls.ents[i]);
 			/*
 			 * No worker reads the listing after
 			 * NS_FILES: free it now, so only
 			 * directories being worked on hold one.
 			 */
-			free(c->ents);
-			free(c->arena);
-			c->ents = NULL;
-			c->arena = NULL;
-			c->nents = 0;
+			free(c->ls.ents);
+			free(c->ls.arena);
+			c->ls.ents = NULL;
+			c->ls.arena = NULL;
+			c->ls.nents = 0;
 		}
 		if (mask & DE__EV_SELF) {
 			de__report_self(ctx, c);

@@ -63,8 +63,8 @@ static size_t dir_blocks(const struct de__node *n)
 {
 	size_t i, bytes = 0;
 
-	for (i = 0; i < n->nents; i++)
-		bytes += (8u + n->ents[i].len + 3u) & ~(size_t)3;
+	for (i = 0; i < n->ls.nents; i++)
+		bytes += (8u + n->ls.ents[i].len + 3u) & ~(size_t)3;
 	return bytes / 4096 + 1;
 }
 
@@ -145,14 +145,14 @@ static void leave_read(de_ctx *ctx, struct de__global *g)
 static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 {
 	size_t i, dirs = 0;
-	int mark = n->hooked == DE__HOOK_ENTERED;
+	int mark = n->fl.hooked == DE__HOOK_ENTERED;
 
-	for (i = 0; i < n->nents; i++)
-		dirs += n->ents[i].type == DE_T_DIR && !n->ents[i].done &&
-			n->ents[i].action == DE_A_DELETE;
+	for (i = 0; i < n->ls.nents; i++)
+		dirs += n->ls.ents[i].type == DE_T_DIR && !n->ls.ents[i].done &&
+			n->ls.ents[i].action == DE_A_DELETE;
 	if (reserve(g, dirs + (size_t)mark) < 0) {
-		for (i = 0; i < n->nents; i++) {
-			struct de__ent *e = &n->ents[i];
+		for (i = 0; i < n->ls.nents; i++) {
+			struct de__ent *e = &n->ls.ents[i];
 
 			if (e->type != DE_T_DIR || e->done ||
 			    e->action != DE_A_DELETE)
@@ -170,9 +170,9 @@ static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
 	de__make_children(ctx, n);
 	if (mark)
 		g->stack[g->nstack++] = leave_mark(n);
-	for (i = n->nents; i-- > 0;)
-		if (n->ents[i].child)
-			g->stack[g->nstack++] = n->ents[i].child;
+	for (i = n->ls.nents; i-- > 0;)
+		if (n->ls.ents[i].child)
+			g->stack[g->nstack++] = n->ls.ents[i].child;
 }
 
 /*
@@ -203,8 +203,8 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
 	for (k = 0; v && k < g->nwin; k++) {
 		struct de__node *n = g->win[k];
 
-		for (i = 0; i < n->nents; i++) {
-			struct de__ent *e = &n->ents[i];
+		for (i = 0; i < n->ls.nents; i++) {
+			struct de__ent *e = &n->ls.ents[i];
 
 			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			    e->done)
@@ -226,7 +226,7 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
  * error). */
 static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i, int *fd)
 {
-	struct de__ent *e = &n->ents[i];
+	struct de__ent *e = &n->ls.ents[i];
 	int kept;
 
 	if (*fd == NO_PIN)
@@ -293,18 +293,18 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
 			tx ? tx / 2 : 170;
-	if (root->nents && root->ents[0].child && root->ents[0].child->base) {
+	if (root->ls.nents && root->ls.ents[0].child && root->ls.ents[0].child->fl.base) {
 		size_t k;
 
 		/* de_remove_sets(): the root holds the sets' directories,
 		 * given, not read; the first one's targets come first. */
-		for (k = root->nents; k-- > 0;)
-			descend(ctx, g, root->ents[k].child);
+		for (k = root->ls.nents; k-- > 0;)
+			descend(ctx, g, root->ls.ents[k].child);
 	} else {
 		descend(ctx, g, root);
 	}
 	if (win_add(g, root, NO_PIN) == 0)
-		g->ents = root->nents;
+		g->ents = root->ls.nents;
 	else if (de__ordered(ctx))
 		g->probing = 0;	/* no hand-over without the whole window */
 	else
@@ -315,7 +315,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
  * The reads were fast: hand the window and the unread rest of the tree
  * to the pool.  The window's nodes have their children made; those and
  * the stack's nodes are scheduled as phase 2 schedules them, and the
- * window's files are unlinked by phase 2 (n->early: not made again).
+ * window's files are unlinked by phase 2 (n->fl.early: not made again).
  * In an ordered run, a directory of the window that was not entered is
  * finished here; in one with a limit, the serial walk takes the tree
  * (walk.c de__batch_start), and schedules the children the window made
@@ -331,7 +331,7 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	if (de__serial(ctx)) {
 		/* The walk leaves what the reader entered and did not. */
 		for (k = 0; k < g->nwin; k++)
-			g->win[k]->early = 1;
+			g->win[k]->fl.early = 1;
 		g->nstack = g->nwin = 0;
 		return;
 	}
@@ -346,8 +346,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	 * worker it woke.  Smaller ones go to the pool like the rest.
 	 */
 	last = g->nwin ? g->win[g->nwin - 1] : NULL;
-	if (last && !last->skip_scan &&
-	    (last->nents > DE__PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
+	if (last && !last->fl.skip_scan &&
+	    (last->ls.nents > DE__PROBE_ENTS_MAX || (g->nwin == 1 && !g->nstack)))
 		mine = g->win[--g->nwin];
 	for (k = g->nstack; k-- > 0;)
 		if (!marked(g->stack[k]))
@@ -363,16 +363,16 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	for (k = g->nwin; k-- > 0;) {
 		struct de__node *n = g->win[k];
 
-		if (n->skip_scan) {
+		if (n->fl.skip_scan) {
 			de__unlink_phase(ctx, n, 0, DE__P2_NOW);
 			continue;
 		}
-		n->early = 1;
+		n->fl.early = 1;
 		de__unlink_phase(ctx, n, 0, DE__P2_POOL);
 	}
 	g->nstack = g->nwin = 0;
 	if (mine) {
-		mine->early = 1;
+		mine->fl.early = 1;
 		de__unlink_phase(ctx, mine, 0, DE__P2_NOW);
 	}
 }
@@ -380,7 +380,7 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 /* Time one scan for the probe; decide once there are enough. */
 static void probe(struct de__global *g, const struct de__node *n, uint64_t ns)
 {
-	if (n->skip_scan || n->nents > DE__PROBE_ENTS_MAX)
+	if (n->fl.skip_scan || n->ls.nents > DE__PROBE_ENTS_MAX)
 		return;
 	g->probe_ns[g->nprobe++] = ns;
 	if (g->nprobe == DE__PROBE_DIRS)
@@ -399,13 +399,13 @@ static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
 	if (g->probing)
 		probe(g, n, de__now_ns() - t0);
 	ctx->run.rep.tick(ctx);
-	if (batch && n->skip_scan) {
+	if (batch && n->fl.skip_scan) {
 		/* Listed in the window for hand_over(). */
 		if (win_add(g, n, NO_PIN) < 0)
 			g->probing = 0;
 		return;
 	}
-	if (n->skip_scan || de__cancelled(ctx)) {
+	if (n->fl.skip_scan || de__cancelled(ctx)) {
 		/* Not entered (a mount point, a failed open) or cancelled:
 		 * finished at once. */
 		de__unlink_phase(ctx, n, pinned, DE__P2_NOW);
@@ -429,7 +429,7 @@ static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
 			de__unlink_phase(ctx, n, pinned, DE__P2_LEFT);
 		return;
 	}
-	g->ents += n->nents;
+	g->ents += n->ls.nents;
 	g->blocks += dir_blocks(n);
 }
 

@@ -25,50 +25,7 @@
 #define DE__PROBE_ENTS_MAX 4096u	/* a longer listing's read time is
 					 * the CPU's, not the disk's */
 
-/* ---- pool.c: libuv-shaped thread pool ---------------------------------- */
-
-struct de__work;
-typedef void (*de__work_fn)(struct de__work *w, void *buf);
-
-struct de__work {
-	struct de__work *next, *prev;	/* pool queue links (pool lock) */
-	de__work_fn fn;
-	int queued;			/* on the queue (pool lock) */
-};
-
-struct de__pool;
-
-struct de__slot {			/* one worker */
-	struct de__pool *pool;
-	pthread_t tid;
-	void *buf;			/* its getdents buffer, DE__BUFSZ */
-};
-
-struct de__pool {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct de__work head;		/* circular list sentinel */
-	unsigned nthreads;		/* workers started */
-	unsigned max;			/* slots */
-	unsigned limit;			/* workers with index >= limit idle */
-	unsigned keep;			/* workers with index >= keep exit */
-	unsigned qlen;			/* items queued (written under mu,
-					 * read racily as a hint) */
-	unsigned busy;			/* workers running an item */
-	pthread_cond_t idle_cv;		/* busy fell to 0 */
-	int stop;
-	struct de__slot *slots;
-};
-
-int de__pool_init(struct de__pool *p, unsigned max);
-int de__pool_add(struct de__pool *p);
-void de__pool_shrink(struct de__pool *p, unsigned n);
-struct de__work *de__pool_take(struct de__pool *p);
-void de__pool_destroy(struct de__pool *p);
-void de__pool_quiesce(struct de__pool *p);
-void de__pool_submit(struct de__pool *p, struct de__work *w, int front);
-int de__pool_cancel(struct de__pool *p, struct de__work *w);
-void de__pool_limit(struct de__pool *p, unsigned n);
+#include "pool.h"
 
 /* ---- sys.c -------------------------------------------------------- */
 
@@ -116,7 +73,7 @@ enum { NS_NEW, NS_QUEUED, NS_RUNNING, NS_SCANNED, NS_P2, NS_FILES,
        NS_FINAL };
 
 struct de__ent {
-	uint32_t name;		/* offset into node->arena */
+	uint32_t name;		/* offset into node->ls.arena */
 	uint16_t len;
 	uint8_t type;		/* enum de_type */
 	uint8_t action;		/* enum de_action */
@@ -139,50 +96,66 @@ struct de__ev {
 
 struct de__node {
 	struct de__node *parent;
-	struct de__node *lnext, *lprev;	/* live list (tree lock) */
-	struct de__node *dnext, *dprev;	/* deferred stack (tree lock) */
-	struct de__node *inext, *iprev;	/* idle fds, node.c (tree lock) */
-	int idle;		/* on run.tree.idle[idle - 1], or 0 (tree lock) */
-	struct de__work work;
 	de_ctx *ctx;
+	struct de__work work;	/* its task on the pool (sched.c) */
+	int state;		/* NS_*: de__set_state() (tree lock) */
+	/* What the directory is (scan.c, from the listing, then fstat). */
 	dev_t dev;		/* expected device, then the real one */
 	ino_t ino;		/* from the scan (d_ino), then from fstat */
 	mode_t mode;
-	int fd;			/* held fd or -1 (tree lock) */
-	int pins;		/* users of fd (tree lock) */
-	int unopened;		/* children that still need our fd to open */
-	int refs;		/* self + children/chunks not final */
-	int kept;		/* a child was not removed */
-	int state;		/* NS_* (tree lock) */
-	int chunks;		/* unlink chunks pending */
-	int deferred;		/* on ctx->run.tree.deferred */
-	int inwin;		/* counted in ctx->run.tree.win_live */
-	int skip_scan;		/* not entered: res/op/err say why */
-	int p2sub;		/* phase 2 started */
-	struct de__node *rnext;	/* ready queue: scanned, waiting for a
-				 * phase-2 slot (tree lock) */
-	int rpinned;		/* on the ready queue with its fd pinned */
-	int early;		/* children made and scheduled by the thread
-				 * that scanned n (sched.c run_phase2), so
-				 * phase 2 must not make them again */
-	int placed;		/* unlink.c de__check_place (atomic): 0 not
-				 * checked, 1 in its parent, 2 moved out */
-	int hooked;		/* DE__HOOK_*: enter_dir/leave_dir called
-				 * (the calling thread; scan.c) */
-	struct de__ev ev_files, ev_self;	/* event queue items */
 	long fstype;
-	/* The listing, in canonical order when ordered. */
-	struct de__ent *ents;
-	size_t nents, cap;
-	char *arena;
-	size_t alen, acap;
+	int fd;			/* held fd or -1 (node.c; tree lock) */
+	/* The lists n is on (tree lock): the live list (node.c), the
+	 * deferred stack (sched.c de__schedule), node.c's idle fds, and
+	 * sched.c's ready queue (run_phase2). */
+	struct {
+		struct de__node *lnext, *lprev;
+		struct de__node *dnext, *dprev;
+		struct de__node *inext, *iprev;
+		int idle;	/* on run.tree.idle[idle - 1], or 0 */
+		struct de__node *rnext;
+		int rpinned;	/* on the ready queue with its fd pinned */
+	} links;
+	/* Who still needs n (tree lock). */
+	struct {
+		int pins;	/* users of fd (node.c) */
+		int refs;	/* self + children/chunks not final */
+		int unopened;	/* children that still need our fd to open */
+		int chunks;	/* unlink chunks pending (unlink.c) */
+		int kept;	/* a child was not removed */
+	} cnt;
+	/* What has happened to n, each with its guard. */
+	struct {
+		int deferred;	/* on run.tree.deferred (tree lock) */
+		int inwin;	/* counted in run.tree.win_live (tree lock) */
+		int skip_scan;	/* not entered: res/op/err say why (scan.c,
+				 * before NS_SCANNED) */
+		int p2sub;	/* phase 2 started (tree lock) */
+		int early;	/* children made and scheduled by the thread
+				 * that scanned n (sched.c run_phase2, or
+				 * global.c's window), so phase 2 must not
+				 * make them again (that thread's) */
+		int placed;	/* unlink.c de__check_place (atomic): 0 not
+				 * checked, 1 in its parent, 2 moved out */
+		int hooked;	/* DE__HOOK_*: enter_dir/leave_dir called
+				 * (the calling thread; scan.c) */
+		int base;	/* a set's directory, the caller's fd, never
+				 * removed nor closed (de_remove_sets) */
+	} fl;
+	struct de__ev ev_files, ev_self;	/* event queue items */
+	/* The listing, in canonical order when ordered (scan.c; read-only
+	 * once n is NS_SCANNED). */
+	struct {
+		struct de__ent *ents;
+		size_t nents, cap;
+		char *arena;
+		size_t alen, acap;
+	} ls;
 	/* This directory's own outcome. */
 	uint8_t res, op;
 	int err;
-	/* de_remove_sets(): n is a set's directory, the caller's fd, never
-	 * removed nor closed (base); the set of the targets n is under. */
-	int base;
-	unsigned set;
+	unsigned set;		/* the set of targets n is under
+				 * (de_remove_sets) */
 	/* Depth below the root (0 for the root) and the length of the path
 	 * relative to dirfd, fixed at creation: the emitter builds report
 	 * paths from the previous one (node.c de__node_path). */
@@ -190,6 +163,7 @@ struct de__node {
 	size_t namelen;
 	char name[];
 };
+
 
 /*
  * Checks that cost a little at run time and catch a broken invariant
@@ -532,7 +506,7 @@ void de__signal(de_ctx *ctx);
 #define DE__SCAN_FINISH	2
 int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
 /* The enter_dir and leave_dir hooks for n, each at most once, on the
- * calling thread (n->hooked). */
+ * calling thread (n->fl.hooked). */
 #define DE__HOOK_NONE		0
 #define DE__HOOK_ENTERED	1
 #define DE__HOOK_DONE		2	/* left, or never to be left */
@@ -584,7 +558,7 @@ void de__node_running(de_ctx *ctx, struct de__node *n);
  *   LEFT        here, of a node whose files the global schedule
  *               unlinked: what is left of them (children made already)
  *   POOL        on a worker, bypassing the gate: a window's nodes
- *               handed over (children made and scheduled: n->early)
+ *               handed over (children made and scheduled: n->fl.early)
  *   POOL_GATED  on a worker, under phase-2 admission (run_phase2):
  *               hook mode, once enter_dir decided
  * pinned: the caller's pin of n, handed over (0 for the POOL kinds).
@@ -592,73 +566,6 @@ void de__node_running(de_ctx *ctx, struct de__node *n);
 enum de__p2 { DE__P2_NOW, DE__P2_LEFT, DE__P2_POOL, DE__P2_POOL_GATED };
 void de__unlink_phase(de_ctx *ctx, struct de__node *n, int pinned,
 		      enum de__p2 kind);
-
-/* global.c: the calling thread reads a window of the tree, then unlinks
- * its files in one inode order.  start takes the root (targets added),
- * each step does one window and returns 0 when the tree is done. */
-struct de__global {
-	struct de__node **stack, **win;
-	int *wfd;			/* win[k]'s fd, pinned, or NO_PIN (global.c) */
-	size_t nstack, stack_cap, nwin, win_cap;
-	size_t ents, blocks;		/* what the window holds */
-	size_t ents_max, dirs_max, blocks_max;
-	/* DE_SCHED_AUTO: 1 while timing the first directories' reads
-	 * (global.c probe), 0 when it stays, -1 to hand over to the pool. */
-	int probing;
-	unsigned nprobe;
-	uint64_t probe_ns[DE__PROBE_DIRS];
-	dev_t dev;			/* the root's */
-	int told;			/* the verdict went to de__set_slow() */
-};
-void de__global_start(de_ctx *ctx, struct de__global *g,
-		      struct de__node *root, int probe);
-int de__global_step(de_ctx *ctx, struct de__global *g);
-/* The batch walk (run.c, an ordered run): read the next window, without
- * unlinking; -1 when the probe handed the tree over (the first call
- * only), and g is then ended. */
-int de__global_read(de_ctx *ctx, struct de__global *g);
-void de__global_end(struct de__global *g);
-
-/*
- * batch.c: the batch walk's batch: entries the walk reached, in
- * canonical order, each entry i of directory n (a subdirectory's entry
- * stands for its rmdir), grouped in runs of one directory.  Bounded by the window's
- * entries and directories (runs_max: each run pins its directory while
- * the batch is unlinked).  carry: the last run's directory, held pinned
- * for the next batch's first (batch.c pin_runs).
- */
-struct de__bitem {
-	struct de__node *n;
-	uint32_t i, run;
-};
-struct de__brun {
-	struct de__node *n;
-	int fd;				/* pinned, or a negative errno */
-};
-struct de__batch {
-	struct de__bitem *v;
-	size_t nv, vcap;
-	struct de__brun *runs;
-	size_t nruns, rcap;
-	size_t ndirs;			/* entries of v that are directories */
-	size_t ents_max, runs_max;
-	struct de__node *carry;
-	int carry_fd;
-};
-void de__batch_init(struct de__batch *b, const struct de__global *g);
-int de__batch_add(struct de__batch *b, struct de__node *n, size_t i);
-int de__batch_full(const struct de__batch *b);
-/* Removes file e of n through n's pinned fd (sets e's result); returns
- * whether n keeps something. */
-typedef int (*de__file_fn)(de_ctx *ctx, struct de__node *n, int fd,
-			   struct de__ent *e);
-/* Pin the batch's directories and remove its files with fn in one inode
- * order, unless that could pass the limit; the walk then makes the rest
- * of the removals, and every report, in canonical order, and calls
- * de__batch_done(). */
-void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn);
-void de__batch_done(struct de__batch *b);
-void de__batch_free(de_ctx *ctx, struct de__batch *b);
 
 /*
  * The result of removing an entry from rc, de__remove_at()'s value, or the
@@ -722,6 +629,8 @@ void de__wait_state(de_ctx *ctx, struct de__node *n, int state);
 void de__emit_queued(de_ctx *ctx);
 void de__drain_events(de_ctx *ctx);
 
+#include "global.h"
+
 /* walk.c: the calling thread's walks (ordered, serial, batch) and the
  * global schedule's unordered loop. */
 int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd);
@@ -730,6 +639,6 @@ int de__batch_start(de_ctx *ctx, struct de__node *r, struct de__global *g,
 		    struct de__batch *b, int probe);
 void de__batch_end(de_ctx *ctx, struct de__node *r);
 
-#define de__ent_name(n, e) ((n)->arena + (e)->name)
+#define de__ent_name(n, e) ((n)->ls.arena + (e)->name)
 
 #endif /* DE_INTERNAL_H */

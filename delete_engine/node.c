@@ -76,7 +76,7 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 	n->ctx = ctx;
 	n->parent = parent;
 	n->fd = -1;
-	n->refs = 1;
+	n->cnt.refs = 1;
 	n->state = NS_NEW;
 	n->ino = (ino_t)ino;
 	if (parent) {
@@ -87,7 +87,7 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 		n->set = parent->set;
 	}
 	de__lock(ctx);
-	DLIST_PUSH(ctx->run.tree.live, n, lnext, lprev);
+	DLIST_PUSH(ctx->run.tree.live, n, links.lnext, links.lprev);
 	ctx->run.rep.prog.dirs_pending++;
 	de__unlock(ctx);
 	return n;
@@ -96,33 +96,33 @@ struct de__node *de__node_new(de_ctx *ctx, struct de__node *parent,
 /* Take n off the idle list it is on, if any.  Tree lock held. */
 static void idle_del(de_ctx *ctx, struct de__node *n)
 {
-	int l = n->idle - 1;
+	int l = n->links.idle - 1;
 
 	if (l < 0)
 		return;
-	if (n->iprev)
-		n->iprev->inext = n->inext;
+	if (n->links.iprev)
+		n->links.iprev->links.inext = n->links.inext;
 	else
-		ctx->run.tree.idle[l] = n->inext;
-	if (n->inext)
-		n->inext->iprev = n->iprev;
+		ctx->run.tree.idle[l] = n->links.inext;
+	if (n->links.inext)
+		n->links.inext->links.iprev = n->links.iprev;
 	else
-		ctx->run.tree.idle_tail[l] = n->iprev;
-	n->inext = n->iprev = NULL;
-	n->idle = 0;
+		ctx->run.tree.idle_tail[l] = n->links.iprev;
+	n->links.inext = n->links.iprev = NULL;
+	n->links.idle = 0;
 }
 
 /* Put n first (most recently used) on idle list l.  Tree lock held. */
 static void idle_push(de_ctx *ctx, struct de__node *n, int l)
 {
-	n->iprev = NULL;
-	n->inext = ctx->run.tree.idle[l];
-	if (n->inext)
-		n->inext->iprev = n;
+	n->links.iprev = NULL;
+	n->links.inext = ctx->run.tree.idle[l];
+	if (n->links.inext)
+		n->links.inext->links.iprev = n;
 	else
 		ctx->run.tree.idle_tail[l] = n;
 	ctx->run.tree.idle[l] = n;
-	n->idle = l + 1;
+	n->links.idle = l + 1;
 }
 
 /*
@@ -139,15 +139,15 @@ static struct de__node *idle_victim(de_ctx *ctx, int any)
 
 	while ((n = ctx->run.tree.idle_tail[0])) {
 		idle_del(ctx, n);
-		if (n->fd < 0 || n->pins)
+		if (n->fd < 0 || n->cnt.pins)
 			continue;
-		if (n->unopened == 0)
+		if (n->cnt.unopened == 0)
 			return n;
 		idle_push(ctx, n, 1);
 	}
 	while (any && (n = ctx->run.tree.idle_tail[1])) {
 		idle_del(ctx, n);
-		if (n->fd >= 0 && n->pins == 0)
+		if (n->fd >= 0 && n->cnt.pins == 0)
 			return n;
 	}
 	return NULL;
@@ -159,20 +159,20 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	int fd = -1;
 
 	de__lock(ctx);
-	DLIST_DEL(ctx->run.tree.live, n, lnext, lprev);
-	if (n->inwin)
+	DLIST_DEL(ctx->run.tree.live, n, links.lnext, links.lprev);
+	if (n->fl.inwin)
 		ctx->run.tree.win_live--;
 	ctx->run.rep.prog.dirs_pending--;
 	idle_del(ctx, n);
-	if (n->fd >= 0 && n->parent && !n->base) {
+	if (n->fd >= 0 && n->parent && !n->fl.base) {
 		fd = n->fd;
 		ctx->run.tree.nfds--;
 	}
 	de__unlock(ctx);
 	if (fd >= 0)
 		close(fd);
-	free(n->ents);
-	free(n->arena);
+	free(n->ls.ents);
+	free(n->ls.arena);
 	free(n);
 }
 
@@ -231,12 +231,12 @@ static int reopen_from_child(de_ctx *ctx, struct de__node *n)
 		return -ENOENT;
 	de__lock(ctx);
 	for (l = 0; l < 2 && !c; l++)
-		for (c = ctx->run.tree.idle[l]; c; c = c->inext)
+		for (c = ctx->run.tree.idle[l]; c; c = c->links.inext)
 			if (c->parent == n && c->fd >= 0)
 				break;
 	if (c) {
 		idle_del(ctx, c);
-		c->pins++;
+		c->cnt.pins++;
 		cfd = c->fd;
 	}
 	de__unlock(ctx);
@@ -259,7 +259,7 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 	de__lock(ctx);
 	if (n->fd >= 0) {
 		idle_del(ctx, n);
-		n->pins++;
+		n->cnt.pins++;
 		fd = n->fd;
 		de__unlock(ctx);
 		return fd;
@@ -300,7 +300,7 @@ int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd)
 		n->fd = fd;
 		ctx->run.tree.nfds++;
 	}
-	n->pins++;
+	n->cnt.pins++;
 	de__unlock(ctx);
 	if (extra >= 0)
 		close(extra);
@@ -341,11 +341,11 @@ int de__unpin_locked(de_ctx *ctx, struct de__node *n)
 	struct de__node *v = n;
 	int fd;
 
-	if (--n->pins > 0 || n->fd < 0 || !n->parent || n->base)
+	if (--n->cnt.pins > 0 || n->fd < 0 || !n->parent || n->fl.base)
 		return -1;
 	idle_del(ctx, n);
-	if (n->refs > 0) {
-		idle_push(ctx, n, n->unopened > 0);
+	if (n->cnt.refs > 0) {
+		idle_push(ctx, n, n->cnt.unopened > 0);
 		if (ctx->run.tree.nfds <= ctx->fd_budget)
 			return -1;
 		v = idle_victim(ctx, ctx->run.tree.nfds > 2 * ctx->fd_budget);

@@ -21,7 +21,7 @@ static int cmp_canon(const void *a, const void *b, void *arg)
 {
 	const struct sortarg *s = arg;
 	const struct de__ent *x = a, *y = b;
-	const char *xn = s->n->arena + x->name, *yn = s->n->arena + y->name;
+	const char *xn = s->n->ls.arena + x->name, *yn = s->n->ls.arena + y->name;
 	int xd = x->type == DE_T_DIR, yd = y->type == DE_T_DIR;
 
 	/* Descending rsync order, so compare y against x. */
@@ -38,15 +38,15 @@ void de__sort_canonical(de_ctx *ctx, struct de__node *n)
 	struct sortarg s = { n, ctx->run.hooks->compare,
 			     !!(ctx->cfg.flags & DE_F_PLAIN_ORDER) };
 
-	if (n->nents > 1)
-		qsort_r(n->ents, n->nents, sizeof(*n->ents), cmp_canon, &s);
+	if (n->ls.nents > 1)
+		qsort_r(n->ls.ents, n->ls.nents, sizeof(*n->ls.ents), cmp_canon, &s);
 }
 
 static int cmp_ino(const void *a, const void *b, void *arg)
 {
 	const struct de__node *n = arg;
-	uint64_t x = n->ents[*(const uint32_t *)a].ino;
-	uint64_t y = n->ents[*(const uint32_t *)b].ino;
+	uint64_t x = n->ls.ents[*(const uint32_t *)a].ino;
+	uint64_t y = n->ls.ents[*(const uint32_t *)b].ino;
 
 	return x < y ? -1 : x > y;
 }
@@ -93,15 +93,15 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
  */
 uint32_t *de__inode_order(struct de__node *n, size_t *count)
 {
-	uint32_t *idx = malloc((n->nents ? n->nents : 1) * sizeof(*idx));
+	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
 	size_t i, k = 0;
 
 	*count = 0;
 	if (!idx)
 		return NULL;
-	for (i = 0; i < n->nents; i++)
-		if (n->ents[i].type != DE_T_DIR &&
-		    n->ents[i].action == DE_A_DELETE && !n->ents[i].done)
+	for (i = 0; i < n->ls.nents; i++)
+		if (n->ls.ents[i].type != DE_T_DIR &&
+		    n->ls.ents[i].action == DE_A_DELETE && !n->ls.ents[i].done)
 			idx[k++] = (uint32_t)i;
 	if (k > 1 && de__want_inode_sort(n->ctx, n->fstype))
 		qsort_r(idx, k, sizeof(*idx), cmp_ino, n);

@@ -31,10 +31,10 @@ static void drain_cancel(de_ctx *ctx)
 			pthread_mutex_lock(&ctx->mu);
 		}
 		if (ctx->run.plan.dir_hooks && !de__serial(ctx)) {
-			for (c = ctx->run.tree.live; c; c = c->lnext) {
-				if (c->state == NS_SCANNED && !c->p2sub &&
+			for (c = ctx->run.tree.live; c; c = c->links.lnext) {
+				if (c->state == NS_SCANNED && !c->fl.p2sub &&
 				    c != ctx->run.root) {
-					c->p2sub = 1;
+					c->fl.p2sub = 1;
 					pthread_mutex_unlock(&ctx->mu);
 					de__unlink_phase(ctx, c, 0,
 							 DE__P2_NOW);
@@ -85,7 +85,7 @@ static int add_targets(de_ctx *ctx, struct de__node *r, int dirfd,
 				 t[i].type);
 		if (rc)
 			return rc;
-		e = &r->ents[r->nents - 1];
+		e = &r->ls.ents[r->ls.nents - 1];
 		e->ino = t[i].ino;
 		if (!t[i].name || bad_name(t[i].name)) {
 			e->res = DE_R_FAILED;
@@ -190,9 +190,9 @@ static int new_root(de_ctx *ctx, struct de__node *parent, int dirfd,
 	r = de__node_new(ctx, parent, "", 0, 0);
 	if (!r)
 		return -ENOMEM;
-	r->base = parent != NULL;
+	r->fl.base = parent != NULL;
 	r->fd = dirfd;
-	r->pins = 1;
+	r->cnt.pins = 1;
 	r->dev = st.dev;
 	r->ino = st.ino;
 	r->mode = st.mode;
@@ -438,8 +438,8 @@ static int sets_root(de_ctx *ctx, const struct de_set *sets, size_t n)
 		if (rc)
 			break;
 		c->set = (unsigned)k;
-		r->ents[k].done = 1;
-		r->ents[k].child = c;
+		r->ls.ents[k].done = 1;
+		r->ls.ents[k].child = c;
 		rc = add_targets(ctx, c, sets[k].dirfd, sets[k].targets,
 				 sets[k].n, 1);
 		if (!k) {

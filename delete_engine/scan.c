@@ -22,44 +22,44 @@ int de__add_ent(struct de__node *n, const char *name, size_t len,
 {
 	struct de__ent *e;
 
-	if (n->nents == n->cap) {
-		size_t cap = n->cap ? n->cap * 2 : 64;
-		void *p = realloc(n->ents, cap * sizeof(*n->ents));
+	if (n->ls.nents == n->ls.cap) {
+		size_t cap = n->ls.cap ? n->ls.cap * 2 : 64;
+		void *p = realloc(n->ls.ents, cap * sizeof(*n->ls.ents));
 
 		if (!p)
 			return -ENOMEM;
-		n->ents = p;
-		n->cap = cap;
+		n->ls.ents = p;
+		n->ls.cap = cap;
 	}
-	if (n->alen + len + 1 > n->acap || n->alen + len + 1 > UINT32_MAX) {
-		size_t cap = n->acap ? n->acap * 2 : 4096;
+	if (n->ls.alen + len + 1 > n->ls.acap || n->ls.alen + len + 1 > UINT32_MAX) {
+		size_t cap = n->ls.acap ? n->ls.acap * 2 : 4096;
 		void *p;
 
-		while (cap < n->alen + len + 1)
+		while (cap < n->ls.alen + len + 1)
 			cap *= 2;
 		if (cap > UINT32_MAX)
 			return -ENOMEM;
-		p = realloc(n->arena, cap);
+		p = realloc(n->ls.arena, cap);
 		if (!p)
 			return -ENOMEM;
-		n->arena = p;
-		n->acap = cap;
+		n->ls.arena = p;
+		n->ls.acap = cap;
 	}
-	e = &n->ents[n->nents++];
+	e = &n->ls.ents[n->ls.nents++];
 	memset(e, 0, sizeof(*e));
-	e->name = (uint32_t)n->alen;
+	e->name = (uint32_t)n->ls.alen;
 	e->len = (uint16_t)len;
 	e->type = (uint8_t)type;
 	e->ino = ino;
-	memcpy(n->arena + n->alen, name, len);
-	n->arena[n->alen + len] = 0;
-	n->alen += len + 1;
+	memcpy(n->ls.arena + n->ls.alen, name, len);
+	n->ls.arena[n->ls.alen + len] = 0;
+	n->ls.alen += len + 1;
 	return 0;
 }
 
 static void skip(struct de__node *n, int res, int op, int err)
 {
-	n->skip_scan = 1;
+	n->fl.skip_scan = 1;
 	n->res = (uint8_t)res;
 	n->op = (uint8_t)op;
 	n->err = err;
@@ -150,10 +150,10 @@ static int open_child(de_ctx *ctx, struct de__node *n, int *by_name,
 	if (fd == 0)
 		fd = de__open_dir(ctx, pfd, n->name);
 	de__lock(ctx);
-	p->unopened--;
+	p->cnt.unopened--;
 	if (fd >= 0) {
 		n->fd = fd;
-		n->pins = 1;
+		n->cnt.pins = 1;
 		ctx->run.tree.nfds++;
 	}
 	de__unlock(ctx);
@@ -163,7 +163,7 @@ static int open_child(de_ctx *ctx, struct de__node *n, int *by_name,
 	return fd < 0 ? -1 : fd;
 done:
 	de__lock(ctx);
-	p->unopened--;
+	p->cnt.unopened--;
 	de__unlock(ctx);
 	return fd;
 }
@@ -242,12 +242,12 @@ static void read_listing(de_ctx *ctx, struct de__node *n, int fd, void *buf)
 			      de__want_names_ahead(n->fstype), add_cb, n);
 
 	if (rc) {
-		n->nents = 0;
+		n->ls.nents = 0;
 		skip_err(n, DE_OP_READ, rc);
 		return;
 	}
-	for (i = 0; i < n->nents; i++) {
-		struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents; i++) {
+		struct de__ent *e = &n->ls.ents[i];
 
 		if (e->type != DE_T_UNKNOWN)
 			continue;
@@ -262,7 +262,7 @@ static void read_listing(de_ctx *ctx, struct de__node *n, int fd, void *buf)
 
 /*
  * Open, check and read directory n (never the root).  Afterwards either
- * n->skip_scan is set (res/op/err say why it is not entered) or n's listing
+ * n->fl.skip_scan is set (res/op/err say why it is not entered) or n's listing
  * is complete, typed, and sorted canonically when ordered.  Returns 1 when
  * n is left pinned (only with keep_pin), else 0, or'd with
  * DE__SCAN_FINISH when n's phase 2 must run at once (hook mode, n not
@@ -300,9 +300,9 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 	 * under the lock that publishes NS_SCANNED, so that drain_cancel()
 	 * never starts it a second time.
 	 */
-	finish = ctx->run.plan.dir_hooks && !de__serial(ctx) && n->skip_scan;
+	finish = ctx->run.plan.dir_hooks && !de__serial(ctx) && n->fl.skip_scan;
 	if (finish)
-		n->p2sub = 1;
+		n->fl.p2sub = 1;
 	de__signal(ctx);
 	de__unlock(ctx);
 	return pinned | (finish ? DE__SCAN_FINISH : 0);
@@ -312,7 +312,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
  * The caller's enter_dir hook on n's listing (the calling thread): it
  * sets each entry's action.  Without memory to ask, everything is kept:
  * what the caller would protect must not go unasked.  A non-zero return
- * cancels the run.  n->hooked records the call for de__leave_dir(), and
+ * cancels the run.  n->fl.hooked records the call for de__leave_dir(), and
  * for a walk that takes over from the reader (walk.c de__ordered_walk): each
  * directory is entered and left once, whoever gets there first.
  */
@@ -322,25 +322,25 @@ void de__enter_dir(de_ctx *ctx, struct de__node *n)
 	size_t i;
 	int rc;
 
-	if (n->nents)
-		d = malloc(n->nents * sizeof(*d));
-	if ((n->nents && !d) || de__node_path(ctx, n, 0) < 0) {
-		for (i = 0; i < n->nents; i++)
-			n->ents[i].action = DE_A_KEEP;
+	if (n->ls.nents)
+		d = malloc(n->ls.nents * sizeof(*d));
+	if ((n->ls.nents && !d) || de__node_path(ctx, n, 0) < 0) {
+		for (i = 0; i < n->ls.nents; i++)
+			n->ls.ents[i].action = DE_A_KEEP;
 		free(d);
-		n->hooked = DE__HOOK_DONE;	/* no leave_dir either */
+		n->fl.hooked = DE__HOOK_DONE;	/* no leave_dir either */
 		return;
 	}
-	n->hooked = DE__HOOK_ENTERED;
-	for (i = 0; i < n->nents; i++) {
-		d[i].name = de__ent_name(n, &n->ents[i]);
-		d[i].type = (enum de_type)n->ents[i].type;
+	n->fl.hooked = DE__HOOK_ENTERED;
+	for (i = 0; i < n->ls.nents; i++) {
+		d[i].name = de__ent_name(n, &n->ls.ents[i]);
+		d[i].type = (enum de_type)n->ls.ents[i].type;
 		d[i].action = DE_A_DELETE;
 	}
-	rc = ctx->run.hooks->enter_dir(ctx->run.hooks->arg, ctx->pbuf, d, n->nents);
-	for (i = 0; i < n->nents; i++)
+	rc = ctx->run.hooks->enter_dir(ctx->run.hooks->arg, ctx->pbuf, d, n->ls.nents);
+	for (i = 0; i < n->ls.nents; i++)
 		if (d[i].action == DE_A_KEEP || d[i].action == DE_A_DONE)
-			n->ents[i].action = (uint8_t)d[i].action;
+			n->ls.ents[i].action = (uint8_t)d[i].action;
 	free(d);
 	if (rc) {
 		pthread_mutex_lock(&ctx->mu);
@@ -352,9 +352,9 @@ void de__enter_dir(de_ctx *ctx, struct de__node *n)
 /* The leave_dir hook matching n's enter_dir, once. */
 void de__leave_dir(de_ctx *ctx, struct de__node *n)
 {
-	if (n->hooked != DE__HOOK_ENTERED)
+	if (n->fl.hooked != DE__HOOK_ENTERED)
 		return;
-	n->hooked = DE__HOOK_DONE;
+	n->fl.hooked = DE__HOOK_DONE;
 	if (ctx->run.hooks->leave_dir && de__node_path(ctx, n, 0) >= 0)
 		ctx->run.hooks->leave_dir(ctx->run.hooks->arg, ctx->pbuf);
 }

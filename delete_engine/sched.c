@@ -46,14 +46,14 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
 {
 	de__lock(ctx);
 	if (de__ordered(ctx) && ctx->run.tree.win_live >= ctx->run.plan.win_max) {
-		c->deferred = 1;
-		DLIST_PUSH(ctx->run.tree.deferred, c, dnext, dprev);
+		c->fl.deferred = 1;
+		DLIST_PUSH(ctx->run.tree.deferred, c, links.dnext, links.dprev);
 		de__unlock(ctx);
 		return;
 	}
 	de__set_state(c, NS_QUEUED);
 	if (de__ordered(ctx)) {
-		c->inwin = 1;
+		c->fl.inwin = 1;
 		ctx->run.tree.win_live++;
 	}
 	if (de__serial(ctx))
@@ -70,11 +70,11 @@ void de__schedule(de_ctx *ctx, struct de__node *c)
  */
 void de__undefer(de_ctx *ctx, struct de__node *c, int in_window)
 {
-	DLIST_DEL(ctx->run.tree.deferred, c, dnext, dprev);
-	c->deferred = 0;
+	DLIST_DEL(ctx->run.tree.deferred, c, links.dnext, links.dprev);
+	c->fl.deferred = 0;
 	de__set_state(c, NS_QUEUED);
 	if (in_window) {
-		c->inwin = 1;
+		c->fl.inwin = 1;
 		ctx->run.tree.win_live++;
 	}
 	if (de__serial(ctx))
@@ -104,8 +104,8 @@ void de__make_children(de_ctx *ctx, struct de__node *n)
 	size_t i;
 	int kept = 0, nkids = 0;
 
-	for (i = 0; i < n->nents; i++) {
-		struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents; i++) {
+		struct de__ent *e = &n->ls.ents[i];
 		struct de__node *c;
 
 		if (e->action == DE_A_KEEP) {
@@ -134,9 +134,9 @@ void de__make_children(de_ctx *ctx, struct de__node *n)
 		nkids++;
 	}
 	de__lock(ctx);
-	n->refs += nkids;
-	n->unopened += nkids;
-	n->kept |= kept;
+	n->cnt.refs += nkids;
+	n->cnt.unopened += nkids;
+	n->cnt.kept |= kept;
 	de__unlock(ctx);
 }
 
@@ -145,9 +145,9 @@ static void schedule_children(de_ctx *ctx, struct de__node *n)
 {
 	size_t i;
 
-	for (i = n->nents; i-- > 0;)
-		if (n->ents[i].child)
-			de__schedule(ctx, n->ents[i].child);
+	for (i = n->ls.nents; i-- > 0;)
+		if (n->ls.ents[i].child)
+			de__schedule(ctx, n->ls.ents[i].child);
 }
 
 /*
@@ -164,23 +164,23 @@ void de__prepare_serial(de_ctx *ctx, struct de__node *n)
 	/* Nothing of n is removed where it left the tree. */
 	if (de__check_place(ctx, n))
 		return;
-	if (!n->early) {
+	if (!n->fl.early) {
 		de__make_children(ctx, n);
 		schedule_children(ctx, n);
 		return;
 	}
-	for (i = n->nents; i-- > 0;)
-		if (n->ents[i].child && n->ents[i].child->state == NS_NEW)
-			de__schedule(ctx, n->ents[i].child);
+	for (i = n->ls.nents; i-- > 0;)
+		if (n->ls.ents[i].child && n->ls.ents[i].child->state == NS_NEW)
+			de__schedule(ctx, n->ls.ents[i].child);
 }
 
 /* Phase 2 of n has begun: one unlink chunk (its own) pending. */
 static void p2_begin(de_ctx *ctx, struct de__node *n)
 {
 	de__lock(ctx);
-	n->p2sub = 1;
+	n->fl.p2sub = 1;
 	de__set_state(n, NS_P2);
-	n->chunks = 1;
+	n->cnt.chunks = 1;
 	de__signal(ctx);
 	de__unlock(ctx);
 }
@@ -206,13 +206,13 @@ static void files_left(de_ctx *ctx, struct de__node *n, int pinned)
 	int fd = pinned ? n->fd : -1;
 	size_t i;
 
-	for (i = 0; i < n->nents; i++) {
-		const struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents; i++) {
+		const struct de__ent *e = &n->ls.ents[i];
 
 		if (e->type != DE_T_DIR && !e->done && e->action == DE_A_DELETE)
 			break;
 	}
-	if (i < n->nents) {
+	if (i < n->ls.nents) {
 		if (!pinned)
 			fd = de__node_pin(ctx, n, -1);
 		pinned = fd >= 0;
@@ -237,8 +237,8 @@ static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	 * unlinked too (a cancel marks them SKIPPED in unlink.c
 	 * unlink_range).
 	 */
-	int early = n->early;
-	int stop = !early && (n->skip_scan || de__cancelled(ctx));
+	int early = n->fl.early;
+	int stop = !early && (n->fl.skip_scan || de__cancelled(ctx));
 
 	if (!stop) {
 		fd = pinned ? n->fd : de__node_pin(ctx, n, -1);
@@ -276,7 +276,7 @@ static int take_child(de_ctx *ctx, struct de__node *c)
 	if (de__ordered(ctx)) {
 		if (ctx->run.tree.win_live >= ctx->run.plan.win_max)
 			return 0;
-		c->inwin = 1;
+		c->fl.inwin = 1;
 		ctx->run.tree.win_live++;
 	}
 	de__set_state(c, NS_RUNNING);
@@ -288,9 +288,9 @@ static struct de__node *first_child(struct de__node *n)
 {
 	size_t i;
 
-	for (i = 0; i < n->nents; i++)
-		if (n->ents[i].child)
-			return n->ents[i].child;
+	for (i = 0; i < n->ls.nents; i++)
+		if (n->ls.ents[i].child)
+			return n->ls.ents[i].child;
 	return NULL;
 }
 
@@ -308,7 +308,7 @@ static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
 	struct de__node *c;
 	size_t i;
 
-	if (!gate || ctx->run.plan.dir_hooks || n->skip_scan || de__cancelled(ctx) ||
+	if (!gate || ctx->run.plan.dir_hooks || n->fl.skip_scan || de__cancelled(ctx) ||
 	    __atomic_load_n(&ctx->sched.p2_active, __ATOMIC_RELAXED) <= 0 ||
 	    __atomic_load_n(&ctx->pool.qlen, __ATOMIC_RELAXED) >= gate ||
 	    __atomic_load_n(&ctx->sched.nready, __ATOMIC_RELAXED) >=
@@ -317,11 +317,11 @@ static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
 	    READY_ENTS_MAX)
 		return NULL;
 	de__make_children(ctx, n);
-	n->early = 1;
+	n->fl.early = 1;
 	c = first_child(n);
-	for (i = n->nents; i-- > 0;)
-		if (n->ents[i].child && n->ents[i].child != c)
-			de__schedule(ctx, n->ents[i].child);
+	for (i = n->ls.nents; i-- > 0;)
+		if (n->ls.ents[i].child && n->ls.ents[i].child != c)
+			de__schedule(ctx, n->ls.ents[i].child);
 	return c;
 }
 
@@ -341,15 +341,15 @@ static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
 			de__unlock(ctx);
 			return;
 		}
-		ctx->sched.ready = n->rnext;
+		ctx->sched.ready = n->links.rnext;
 		if (!ctx->sched.ready)
 			ctx->sched.ready_tail = NULL;
 		__atomic_store_n(&ctx->sched.nready, ctx->sched.nready - 1,
 				 __ATOMIC_RELAXED);
-		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents - n->nents,
+		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents - n->ls.nents,
 				 __ATOMIC_RELAXED);
-		n->rnext = NULL;
-		pinned = n->rpinned;
+		n->links.rnext = NULL;
+		pinned = n->links.rpinned;
 		de__unlock(ctx);
 	}
 }
@@ -397,17 +397,17 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 		 * counted in p2_active: it does not empty the ready queue,
 		 * so nodes must not be put there on its account.
 		 */
-		if (ctx->run.plan.p2_help && !n->early &&
+		if (ctx->run.plan.p2_help && !n->fl.early &&
 		    ctx->sched.nready >= ctx->run.plan.ahead_max) {
 			de__unlock(ctx);
 			phase2(ctx, n, pinned);
 			return NULL;
 		}
-		n->rpinned = pinned;
-		FIFO_APPEND(ctx->sched.ready, ctx->sched.ready_tail, n, rnext);
+		n->links.rpinned = pinned;
+		FIFO_APPEND(ctx->sched.ready, ctx->sched.ready_tail, n, links.rnext);
 		__atomic_store_n(&ctx->sched.nready, ctx->sched.nready + 1,
 				 __ATOMIC_RELAXED);
-		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents + n->nents,
+		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents + n->ls.nents,
 				 __ATOMIC_RELAXED);
 		if (c && take_child(ctx, c)) {
 			de__unlock(ctx);
@@ -494,7 +494,7 @@ void de__unlink_phase(de_ctx *ctx, struct de__node *n, int pinned,
 		break;
 	case DE__P2_POOL_GATED:
 		de__lock(ctx);
-		n->p2sub = 1;
+		n->fl.p2sub = 1;
 		n->work.fn = pool_gated_task;
 		de__unlock(ctx);
 		de__pool_submit(&ctx->pool, &n->work, 1);

@@ -48,7 +48,7 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 	FIFO_APPEND(ctx->run.ev.head, ctx->run.ev.tail, ev, next);
 	ctx->run.ev.count++;
 	if (kind == DE__EV_FILES)
-		ctx->run.ev.ents += n->nents;
+		ctx->run.ev.ents += n->ls.nents;
 	if (ctx->run.ev.count >= EV_WAKE_EVENTS || ctx->run.ev.ents >= EV_WAKE_ENTS)
 		de__wake(ctx);
 }
@@ -116,7 +116,7 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
 
 	/* It left the tree (de__check_place): its name there, if any, is
 	 * now another's. */
-	if (__atomic_load_n(&n->placed, __ATOMIC_ACQUIRE) == 2) {
+	if (__atomic_load_n(&n->fl.placed, __ATOMIC_ACQUIRE) == 2) {
 		*ppinned = 0;
 		return DE_R_VANISHED;
 	}
@@ -134,12 +134,12 @@ int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
  * it as about one it could not read (walk.c). */
 int de__unopened_for_perm(const struct de__node *n)
 {
-	return n->skip_scan && n->res == DE_R_FAILED && n->op == DE_OP_OPEN &&
+	return n->fl.skip_scan && n->res == DE_R_FAILED && n->op == DE_OP_OPEN &&
 	       (n->err == EACCES || n->err == EPERM);
 }
 
 /*
- * The result of n, not entered (n->skip_scan), from its res, op and err.
+ * The result of n, not entered (n->fl.skip_scan), from its res, op and err.
  * One that could not be opened for want of permission (EACCES, EPERM:
  * mode 0, 0100, a-r) may still be empty, and rmdir asks nothing of it,
  * only of its parent: so that is tried, as GNU rm does, but not in a dry
@@ -178,7 +178,7 @@ int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
  * not held but n's is, n's ".." is the parent, which costs no reopen of
  * the parent (a serial walk down a chain deeper than the fd budget has
  * let the parent's fd go).  The root is where the caller put it.  Told
- * once, then remembered (n->placed).  A node's own check comes before
+ * once, then remembered (n->fl.placed).  A node's own check comes before
  * its phase 2 makes its children, but children made early (run_phase2's
  * read-ahead, global.c's window) may ask first: then they tell their
  * ancestors too, up to the nearest one told, which is at most as many
@@ -190,19 +190,19 @@ static int place_of(de_ctx *ctx, struct de__node *n)
 	struct de__st st;
 	int rc, pfd = -1, nfd = -1, zero = 0;
 
-	if (!p || n->base)
+	if (!p || n->fl.base)
 		return 1;
-	rc = __atomic_load_n(&n->placed, __ATOMIC_ACQUIRE);
+	rc = __atomic_load_n(&n->fl.placed, __ATOMIC_ACQUIRE);
 	if (rc)
 		return rc;
 	rc = place_of(ctx, p);
 	if (rc == 1) {
 		de__lock(ctx);
 		if (p->fd >= 0) {
-			p->pins++;
+			p->cnt.pins++;
 			pfd = p->fd;
 		} else if (n->fd >= 0) {
-			n->pins++;
+			n->cnt.pins++;
 			nfd = n->fd;
 		}
 		de__unlock(ctx);
@@ -228,7 +228,7 @@ static int place_of(de_ctx *ctx, struct de__node *n)
 	}
 	if (rc < 0)
 		return rc;
-	if (!__atomic_compare_exchange_n(&n->placed, &zero, rc, 0,
+	if (!__atomic_compare_exchange_n(&n->fl.placed, &zero, rc, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		rc = zero;
 	return rc;
@@ -255,8 +255,8 @@ int de__check_place(de_ctx *ctx, struct de__node *n)
 
 	if (rc == 1)
 		return 0;
-	for (i = 0; i < n->nents; i++) {
-		struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents; i++) {
+		struct de__ent *e = &n->ls.ents[i];
 
 		if (e->child || e->done)
 			continue;
@@ -288,10 +288,10 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			 const uint32_t *idx, size_t k)
 {
 	int kept = 0;
-	size_t i, end = idx ? k : n->nents;
+	size_t i, end = idx ? k : n->ls.nents;
 
 	for (i = 0; i < end; i++) {
-		struct de__ent *e = &n->ents[idx ? idx[i] : i];
+		struct de__ent *e = &n->ls.ents[idx ? idx[i] : i];
 
 		if (!idx && (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			     e->done))
@@ -306,7 +306,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 	}
 	if (kept) {
 		de__lock(ctx);
-		n->kept = 1;
+		n->cnt.kept = 1;
 		de__unlock(ctx);
 	}
 }
@@ -317,10 +317,10 @@ static void files_done(de_ctx *ctx, struct de__node *n, uint32_t *idx)
 	int last;
 
 	de__lock(ctx);
-	last = --n->chunks == 0;
+	last = --n->cnt.chunks == 0;
 	if (last) {
 		de__set_state(n, NS_FILES);
-		if (!de__ordered(ctx) && n->nents)
+		if (!de__ordered(ctx) && n->ls.nents)
 			ev_push(ctx, n, DE__EV_FILES);
 		de__signal(ctx);
 	}
@@ -357,8 +357,8 @@ static void unreachable_files(de_ctx *ctx, struct de__node *n, int fd)
 	int res = fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
 	size_t i;
 
-	for (i = 0; i < n->nents; i++) {
-		struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents; i++) {
+		struct de__ent *e = &n->ls.ents[i];
 
 		if (e->type == DE_T_DIR || e->done || e->action != DE_A_DELETE)
 			continue;
@@ -376,7 +376,7 @@ static void unreachable_files(de_ctx *ctx, struct de__node *n, int fd)
 void de__node_keep(de_ctx *ctx, struct de__node *n)
 {
 	de__lock(ctx);
-	n->kept = 1;
+	n->cnt.kept = 1;
 	de__unlock(ctx);
 }
 
@@ -414,9 +414,9 @@ static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 	start = per;
 
 	de__lock(ctx);
-	n->chunks += nch - 1;
-	n->refs += nch - 1;
-	n->pins += nch - 1;
+	n->cnt.chunks += nch - 1;
+	n->cnt.refs += nch - 1;
+	n->cnt.pins += nch - 1;
 	de__unlock(ctx);
 	for (i = 1; i < nch; i++) {
 		struct chunk *c = malloc(sizeof(*c));
@@ -426,9 +426,9 @@ static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 			/* Do it ourselves. */
 			unlink_range(ctx, n, fd, idx + start, cnt);
 			de__lock(ctx);
-			n->chunks--;
-			n->refs--;
-			n->pins--;
+			n->cnt.chunks--;
+			n->cnt.refs--;
+			n->cnt.pins--;
 			de__unlock(ctx);
 		} else {
 			c->node = n;
@@ -462,7 +462,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		 * thread free it.
 		 */
 		de__lock(ctx);
-		last = --n->refs == 0;
+		last = --n->cnt.refs == 0;
 		if (!last && pinned)
 			cfd = de__unpin_locked(ctx, n);
 		de__unlock(ctx);
@@ -478,11 +478,11 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 			de__unlock(ctx);
 			return;
 		}
-		if (n->skip_scan) {
+		if (n->fl.skip_scan) {
 			res = de__rmdir_unread(ctx, n, &ppinned, &op, &err);
 		} else if (de__cancelled(ctx)) {
 			res = DE_R_SKIPPED;
-		} else if (n->kept) {
+		} else if (n->cnt.kept) {
 			res = DE_R_NOT_EMPTY;
 		} else {
 			res = de__rmdir_node(ctx, n, pinned ? n->fd : -1,
@@ -496,7 +496,7 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		n->err = err;
 		de__set_state(n, NS_FINAL);
 		if (res != DE_R_REMOVED && res != DE_R_VANISHED)
-			p->kept = 1;
+			p->cnt.kept = 1;
 		if (!de__ordered(ctx))
 			ev_push(ctx, n, DE__EV_SELF);
 		de__signal(ctx);

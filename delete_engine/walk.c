@@ -48,7 +48,7 @@ static void batch_read(de_ctx *ctx, struct de__node *c)
 	while (c->state < NS_SCANNED && g->nstack && !de__cancelled(ctx))
 		(void)de__global_read(ctx, g);
 	if (c->state < NS_SCANNED) {
-		c->skip_scan = 1;
+		c->fl.skip_scan = 1;
 		c->res = DE_R_FAILED;
 		c->op = DE_OP_OPEN;
 		c->err = de__cancelled(ctx) ? ECANCELED : EIO;
@@ -68,7 +68,7 @@ static void need_scanned(de_ctx *ctx, struct de__node *c)
 	}
 	pthread_mutex_lock(&ctx->mu);
 	while (c->state < NS_SCANNED) {
-		if (c->deferred) {
+		if (c->fl.deferred) {
 			de__undefer(ctx, c, 1);
 			pthread_mutex_unlock(&ctx->mu);
 			de__task(&c->work, ctx->caller_buf);
@@ -198,7 +198,7 @@ static void serial_file(de_ctx *ctx, struct de__node *n, struct de__ent *e,
 out:
 	if (kept) {
 		pthread_mutex_lock(&ctx->mu);
-		n->kept = 1;
+		n->cnt.kept = 1;
 		pthread_mutex_unlock(&ctx->mu);
 	}
 }
@@ -209,10 +209,10 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 	struct de__node *p = c->parent;
 	int res, op = 0, err = 0;
 
-	if (ctx->run.limit.left == 0 && (!c->skip_scan || c->res == DE_R_FAILED)) {
+	if (ctx->run.limit.left == 0 && (!c->fl.skip_scan || c->res == DE_R_FAILED)) {
 		res = DE_R_SKIPPED;
 		ctx->run.limit.hit = 1;
-	} else if (c->skip_scan) {
+	} else if (c->fl.skip_scan) {
 		int ppinned;
 
 		/* An unopened one may be empty (sched.c). */
@@ -221,7 +221,7 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 			de__node_unpin(ctx, p);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
-	} else if (c->kept) {
+	} else if (c->cnt.kept) {
 		res = DE_R_NOT_EMPTY;
 	} else if (ctx->run.flags & DE_F_DRY_RUN) {
 		res = DE_R_REMOVED;
@@ -232,7 +232,7 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		/* c's fd, if still held, reopens the parent as "..". */
 		pthread_mutex_lock(&ctx->mu);
 		if (c->fd >= 0) {
-			c->pins++;
+			c->cnt.pins++;
 			cfd = c->fd;
 		}
 		pthread_mutex_unlock(&ctx->mu);
@@ -252,7 +252,7 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 	c->err = err;
 	if (res != DE_R_REMOVED && res != DE_R_VANISHED) {
 		pthread_mutex_lock(&ctx->mu);
-		p->kept = 1;
+		p->cnt.kept = 1;
 		pthread_mutex_unlock(&ctx->mu);
 	}
 }
@@ -279,7 +279,7 @@ static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
 		de__node_unpin(ctx, n);
 	if (a != DE_A_KEEP)
 		return 1;
-	c->skip_scan = 1;
+	c->fl.skip_scan = 1;
 	c->res = DE_R_KEPT;
 	c->op = 0;
 	c->err = 0;
@@ -347,7 +347,7 @@ static int walk_up(de_ctx *ctx, struct de__node *n, struct de__node *c,
  */
 static void finish_ent(de_ctx *ctx, struct de__node *n, size_t i)
 {
-	struct de__ent *e = &n->ents[i];
+	struct de__ent *e = &n->ls.ents[i];
 	struct de__node *c = e->child;
 
 	if (c) {
@@ -406,7 +406,7 @@ static void walk_enter(de_ctx *ctx, struct de__node *n)
 		return;
 	/* The batch walk's reader entered n as it read it (global.c
 	 * read_window); so did the first window of a run it handed over. */
-	if (ctx->run.plan.dir_hooks && !n->hooked && !de__cancelled(ctx))
+	if (ctx->run.plan.dir_hooks && !n->fl.hooked && !de__cancelled(ctx))
 		de__enter_dir(ctx, n);
 	if (de__serial(ctx))
 		de__prepare_serial(ctx, n);
@@ -418,15 +418,15 @@ static void walk_enter(de_ctx *ctx, struct de__node *n)
  * entry itself into the batch. */
 static void batch_entry(de_ctx *ctx, struct de__node *n, size_t i)
 {
-	struct de__node *c = n->ents[i].child;
+	struct de__node *c = n->ls.ents[i].child;
 
 	if (c) {
 		need_scanned(ctx, c);
-		if (!c->skip_scan)
+		if (!c->fl.skip_scan)
 			(void)de__ordered_walk(ctx, c, -1);
 	}
 	/* A set's directory (de_remove_sets) stays. */
-	if (!de__cancelled(ctx) && !(c && c->base))
+	if (!de__cancelled(ctx) && !(c && c->fl.base))
 		batch_push(ctx, n, i);
 }
 
@@ -445,9 +445,9 @@ static int walk_child(de_ctx *ctx, struct de__node *n, int nfd,
 	/* rm -i asks before it descends into a directory with entries, or
 	 * one it cannot tell is empty. */
 	if (ctx->run.hooks->ask_dir &&
-	    (c->skip_scan ? de__unopened_for_perm(c) : c->nents > 0))
+	    (c->fl.skip_scan ? de__unopened_for_perm(c) : c->ls.nents > 0))
 		(void)ask_dir(ctx, n, nfd, c, 0);
-	if (!c->skip_scan) {
+	if (!c->fl.skip_scan) {
 		int cfd = walk_down(ctx, n, nfd, c);
 
 		cfd = de__ordered_walk(ctx, c, cfd);
@@ -456,8 +456,8 @@ static int walk_child(de_ctx *ctx, struct de__node *n, int nfd,
 	if (de__cancelled(ctx))
 		return nfd;
 	if (ctx->run.hooks->ask_dir &&
-	    (!c->skip_scan || de__unopened_for_perm(c)) &&
-	    !c->kept && ctx->run.limit.left != 0)
+	    (!c->fl.skip_scan || de__unopened_for_perm(c)) &&
+	    !c->cnt.kept && ctx->run.limit.left != 0)
 		(void)ask_dir(ctx, n, nfd, c, 1);
 	if (de__serial(ctx))
 		serial_dir(ctx, c);
@@ -484,8 +484,8 @@ int de__ordered_walk(de_ctx *ctx, struct de__node *n, int nfd)
 	walk_enter(ctx, n);
 	if (!de__serial(ctx) && !ctx->run.walk.batch)
 		de__wait_state(ctx, n, NS_P2);
-	for (i = 0; i < n->nents && !de__cancelled(ctx); i++) {
-		struct de__ent *e = &n->ents[i];
+	for (i = 0; i < n->ls.nents && !de__cancelled(ctx); i++) {
+		struct de__ent *e = &n->ls.ents[i];
 
 		if (ctx->run.walk.batch) {
 			batch_entry(ctx, n, i);

@@ -1,0 +1,76 @@
+/*
+ * global.h - the global schedule's windows (global.c) and the batch
+ * walk's batches (batch.c).  Private to the engine (internal.h includes
+ * it after the types it uses).
+ */
+#ifndef DE_GLOBAL_H
+#define DE_GLOBAL_H
+
+/* global.c: the calling thread reads a window of the tree, then unlinks
+ * its files in one inode order.  start takes the root (targets added),
+ * each step does one window and returns 0 when the tree is done. */
+struct de__global {
+	struct de__node **stack, **win;
+	int *wfd;			/* win[k]'s fd, pinned, or NO_PIN (global.c) */
+	size_t nstack, stack_cap, nwin, win_cap;
+	size_t ents, blocks;		/* what the window holds */
+	size_t ents_max, dirs_max, blocks_max;
+	/* DE_SCHED_AUTO: 1 while timing the first directories' reads
+	 * (global.c probe), 0 when it stays, -1 to hand over to the pool. */
+	int probing;
+	unsigned nprobe;
+	uint64_t probe_ns[DE__PROBE_DIRS];
+	dev_t dev;			/* the root's */
+	int told;			/* the verdict went to de__set_slow() */
+};
+void de__global_start(de_ctx *ctx, struct de__global *g,
+		      struct de__node *root, int probe);
+int de__global_step(de_ctx *ctx, struct de__global *g);
+/* The batch walk (run.c, an ordered run): read the next window, without
+ * unlinking; -1 when the probe handed the tree over (the first call
+ * only), and g is then ended. */
+int de__global_read(de_ctx *ctx, struct de__global *g);
+void de__global_end(struct de__global *g);
+
+/*
+ * batch.c: the batch walk's batch: entries the walk reached, in
+ * canonical order, each entry i of directory n (a subdirectory's entry
+ * stands for its rmdir), grouped in runs of one directory.  Bounded by the window's
+ * entries and directories (runs_max: each run pins its directory while
+ * the batch is unlinked).  carry: the last run's directory, held pinned
+ * for the next batch's first (batch.c pin_runs).
+ */
+struct de__bitem {
+	struct de__node *n;
+	uint32_t i, run;
+};
+struct de__brun {
+	struct de__node *n;
+	int fd;				/* pinned, or a negative errno */
+};
+struct de__batch {
+	struct de__bitem *v;
+	size_t nv, vcap;
+	struct de__brun *runs;
+	size_t nruns, rcap;
+	size_t ndirs;			/* entries of v that are directories */
+	size_t ents_max, runs_max;
+	struct de__node *carry;
+	int carry_fd;
+};
+void de__batch_init(struct de__batch *b, const struct de__global *g);
+int de__batch_add(struct de__batch *b, struct de__node *n, size_t i);
+int de__batch_full(const struct de__batch *b);
+/* Removes file e of n through n's pinned fd (sets e's result); returns
+ * whether n keeps something. */
+typedef int (*de__file_fn)(de_ctx *ctx, struct de__node *n, int fd,
+			   struct de__ent *e);
+/* Pin the batch's directories and remove its files with fn in one inode
+ * order, unless that could pass the limit; the walk then makes the rest
+ * of the removals, and every report, in canonical order, and calls
+ * de__batch_done(). */
+void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn);
+void de__batch_done(struct de__batch *b);
+void de__batch_free(de_ctx *ctx, struct de__batch *b);
+
+#endif /* DE_GLOBAL_H */
