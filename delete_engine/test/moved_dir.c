@@ -49,12 +49,10 @@ static int one(int dfd, enum t_mode mode, unsigned threads)
 	CHECK(t_count(dfd, "outside/victim") == 6);
 	CHECK(rc == 0);
 	CHECK(sum.failed == 0 && sum.not_empty == 0);
-	r = t_find(&rs, "tree/a/victim");
-	CHECK(r && r->result == DE_R_VANISHED);
+	CHECK(t_result(&rs, "tree/a/victim") == DE_R_VANISHED);
 	r = t_find(&rs, "tree/a/victim/f1");
 	CHECK(!r || r->result == DE_R_VANISHED);
-	r = t_find(&rs, "tree");
-	CHECK(r && r->result == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree") == DE_R_REMOVED);
 	CHECK(!t_exists(dfd, "tree"));
 	ret = 0;
 out:

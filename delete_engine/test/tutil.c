@@ -282,6 +282,13 @@ struct t_rep *t_find(struct t_reps *rs, const char *path)
 	return NULL;
 }
 
+int t_result(struct t_reps *rs, const char *path)
+{
+	struct t_rep *r = t_find(rs, path);
+
+	return r ? r->result : -1;
+}
+
 /* Run the engine on one target; returns de_remove's value. */
 int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
 	     long long maxdel, struct t_reps *rs, struct de_summary *sum)

@@ -125,6 +125,9 @@ void t_reps_free(struct t_reps *rs);
 
 struct t_rep *t_find(struct t_reps *rs, const char *path);
 
+/* The result reported for path (enum de_result), or -1 where none was. */
+int t_result(struct t_reps *rs, const char *path);
+
 /* Run the engine on one target; returns de_remove's value. */
 int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
 	     long long maxdel, struct t_reps *rs, struct de_summary *sum);

@@ -65,7 +65,6 @@ static int one(int dfd, enum when when, enum t_mode mode, unsigned threads)
 	struct de_config cfg = { .threads = threads, .max_delete = -1 };
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
-	struct t_rep *r;
 	int ret = -1, rc;
 	int cur = when;
 
@@ -78,12 +77,9 @@ static int one(int dfd, enum when when, enum t_mode mode, unsigned threads)
 	CHECK(__atomic_load_n(&cur, __ATOMIC_ACQUIRE) == W_COUNT);
 	CHECK(rc == 0);
 	CHECK(sum.failed == 0 && sum.not_empty == 0 && sum.vanished >= 1);
-	r = t_find(&rs, "tree/a/victim");
-	CHECK(r && r->result == DE_R_VANISHED);
-	r = t_find(&rs, "tree/a");
-	CHECK(r && r->result == DE_R_REMOVED);
-	r = t_find(&rs, "tree");
-	CHECK(r && r->result == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree/a/victim") == DE_R_VANISHED);
+	CHECK(t_result(&rs, "tree/a") == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree") == DE_R_REMOVED);
 	CHECK(!t_exists(dfd, "tree"));
 	ret = 0;
 out:
