@@ -230,7 +230,6 @@ int test(int dfd)
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
 	struct t_names ref = { 0 };
-	struct t_rep *r;
 	struct rlimit rl, low;
 	char target[4200];
 	int ret = T_FAIL, m = -1, rc, lowered = 0;
@@ -404,29 +403,24 @@ int test(int dfd)
 	CHECK(t_file(m, "keep") == 0);
 	rc = remove_global(dfd, "tree", 0, 0, 0, -1, &rs, &sum);
 	CHECK(rc == 0);
-	r = t_find(&rs, "tree/a/mnt");
-	CHECK(r && r->result == DE_R_MOUNT);
+	CHECK(t_result(&rs, "tree/a/mnt") == DE_R_MOUNT);
 	CHECK(t_exists(m, "keep"));
-	r = t_find(&rs, "tree/a");
-	CHECK(r && r->result == DE_R_NOT_EMPTY);
+	CHECK(t_result(&rs, "tree/a") == DE_R_NOT_EMPTY);
 	CHECK(!t_exists(dfd, "tree/a/f") && !t_exists(dfd, "tree/b"));
 	/* With one_fs it is another file system's, and kept as such. */
 	t_reps_free(&rs);
 	CHECK(t_paths(dfd, "tree/b/g", NULL) == 0);
 	rc = remove_global(dfd, "tree", 0, 0, DE_F_ONE_FILE_SYSTEM, -1, &rs, &sum);
 	CHECK(rc == 0);
-	r = t_find(&rs, "tree/a/mnt");
-	CHECK(r && r->result == DE_R_OTHER_FS);
+	CHECK(t_result(&rs, "tree/a/mnt") == DE_R_OTHER_FS);
 	CHECK(t_exists(m, "keep") && !t_exists(dfd, "tree/b"));
 	/* And in an ordered run. */
 	t_reps_free(&rs);
 	CHECK(t_paths(dfd, "tree/b/g", NULL) == 0);
 	rc = remove_global(dfd, "tree", 0, 0, DE_F_ORDERED, -1, &rs, &sum);
 	CHECK(rc == 0);
-	r = t_find(&rs, "tree/a/mnt");
-	CHECK(r && r->result == DE_R_MOUNT);
-	r = t_find(&rs, "tree/a");
-	CHECK(r && r->result == DE_R_NOT_EMPTY);
+	CHECK(t_result(&rs, "tree/a/mnt") == DE_R_MOUNT);
+	CHECK(t_result(&rs, "tree/a") == DE_R_NOT_EMPTY);
 	CHECK(t_exists(m, "keep") && !t_exists(dfd, "tree/b"));
 	ret = T_PASS;
 out:

@@ -11,13 +11,6 @@
  * hand-over to the pool; with one worker and with two. */
 #include "tutil.h"
 
-enum mode { M_DIRS, M_ORDERED, M_HOOK, M_LIMIT, M_DISPOSE, M_GLOBAL,
-	    M_AUTO, M_COUNT };
-
-static const char *mode_name[] = { "dirs", "ordered", "enter_dir",
-				   "max_delete", "dispose", "global",
-				   "auto" };
-
 static char from[4200], to[4200];
 
 /* Runs on a worker or on the calling thread: *arg is claimed once. */
@@ -33,44 +26,22 @@ static int fault(void *arg, int op, const char *name)
 	return rename(from, to) ? EPERM : 0;	/* EPERM: shows up */
 }
 
-static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
+static int one(int dfd, enum t_mode mode, unsigned threads)
 {
-	(void)arg; (void)rel; (void)e; (void)n;
-	return 0;
-}
-
-
-static int one(int dfd, enum mode mode, unsigned threads)
-{
-	struct de_config cfg = { .threads = threads, .max_delete = -1 };
-	struct de_hooks h = { 0 };
-	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
+	struct de_config cfg = { .threads = threads, .max_delete = -1,
+				 .schedule = DE_SCHED_DIRS };
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
 	struct t_rep *r;
-	de_ctx *ctx = NULL;
 	int ret = -1, rc, armed = 1;
 
-	cfg.schedule = mode == M_GLOBAL ? DE_SCHED_GLOBAL :
-		       mode == M_AUTO ? DE_SCHED_AUTO : DE_SCHED_DIRS;
-	if (mode == M_ORDERED)
-		cfg.flags |= DE_F_ORDERED;
-	if (mode == M_LIMIT)
-		cfg.max_delete = 1000;
-	h.arg = &rs;
-	h.report = t_collect;
-	if (mode == M_HOOK)
-		h.enter_dir = enter;
-	if (mode == M_DISPOSE)
-		h.dispose = t_dispose_delete;
 	CHECK(t_paths(dfd, "tree/a/g", "tree/a/victim/f1", "tree/a/victim/f2",
 		      "tree/a/victim/f3", "tree/a/victim/sub/s1", "tree/b/h",
 		      "outside/", NULL) == 0);
 	snprintf(from, sizeof(from), "%s/tree/a/victim", t_base);
 	snprintf(to, sizeof(to), "%s/outside/victim", t_base);
 
-	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &armed) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
+	rc = t_remove_mode(dfd, "tree", mode, &cfg, fault, &armed, &rs, &sum);
 	/* The owner did move it. */
 	CHECK(__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == 0);
 	CHECK(t_exists(dfd, "outside/victim"));
@@ -78,19 +49,16 @@ static int one(int dfd, enum mode mode, unsigned threads)
 	CHECK(t_count(dfd, "outside/victim") == 6);
 	CHECK(rc == 0);
 	CHECK(sum.failed == 0 && sum.not_empty == 0);
-	r = t_find(&rs, "tree/a/victim");
-	CHECK(r && r->result == DE_R_VANISHED);
+	CHECK(t_result(&rs, "tree/a/victim") == DE_R_VANISHED);
 	r = t_find(&rs, "tree/a/victim/f1");
 	CHECK(!r || r->result == DE_R_VANISHED);
-	r = t_find(&rs, "tree");
-	CHECK(r && r->result == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree") == DE_R_REMOVED);
 	CHECK(!t_exists(dfd, "tree"));
 	ret = 0;
 out:
 	if (ret)
-		fprintf(stderr, "case %s, threads=%u\n", mode_name[mode],
+		fprintf(stderr, "case %s, threads=%u\n", t_mode_name[mode],
 			threads);
-	de_ctx_free(ctx);
 	t_reps_free(&rs);
 	t_cleanup_sub(dfd, "tree");
 	t_cleanup_sub(dfd, "outside");
@@ -105,9 +73,9 @@ int test(int dfd)
 	t_fail_on_alarm("moved_dir");
 	alarm(60);
 	/* Every case, so that a failure names all the schedules it is in. */
-	for (m = 0; m < M_COUNT; m++)
+	for (m = 0; m < T_M_COUNT; m++)
 		for (th = 1; th <= 2; th++)
-			if (one(dfd, (enum mode)m, th))
+			if (one(dfd, (enum t_mode)m, th))
 				ret = T_FAIL;
 	return ret;
 }

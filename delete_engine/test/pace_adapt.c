@@ -61,22 +61,30 @@ static int on_progress(void *arg, const struct de_progress *p)
 	return 0;
 }
 
-/* rate_busy, rate_burst, yield_ms and when to sample removed_at, for
- * run(). */
-static unsigned busy_rate, burst, yield;
-static long long max_delete = -1;
-static double sample_s = 1.0;
+/*
+ * One removal for run(): tree, n files, with rate, rate_max, rate_busy,
+ * rate_burst and yield_ms as in de_config (serial: max_delete 1000, with
+ * which the calling thread removes), under the fake source going from
+ * before to after at switch_s (the same state throughout where they are
+ * equal); removed_at sampled at sample_s (0: at 1 s).
+ */
+struct setup {
+	int n;
+	unsigned rate, rate_max, rate_busy, rate_burst, yield_ms;
+	int serial, before, after;
+	double switch_s, sample_s;
+};
 
-/* Remove tree (n files) with rate/rate_max under the fake source going
- * from before to after at switch_s; returns the seconds it took, or -1. */
-static double run(int dfd, int n, unsigned rate, unsigned rate_max,
-		  int before, int after, double switch_s)
+/* Remove tree as s says; returns the seconds it took, or -1. */
+static double run(int dfd, const struct setup *s)
 {
-	struct de_config cfg = { .threads = 2, .max_delete = max_delete,
-				 .progress_ms = 20, .rate = rate,
-				 .adaptive = 1, .rate_max = rate_max,
-				 .rate_busy = busy_rate, .rate_burst = burst,
-				 .yield_ms = yield,
+	struct de_config cfg = { .threads = 2,
+				 .max_delete = s->serial ? 1000 : -1,
+				 .progress_ms = 20, .rate = s->rate,
+				 .adaptive = 1, .rate_max = s->rate_max,
+				 .rate_busy = s->rate_busy,
+				 .rate_burst = s->rate_burst,
+				 .yield_ms = s->yield_ms,
 				 .pressure = fake_pressure };
 	struct de_target t = { "tree", DE_T_DIR, 0 };
 	struct de_hooks h = { .progress = on_progress };
@@ -85,17 +93,17 @@ static double run(int dfd, int n, unsigned rate, unsigned rate_max,
 	double took = -1;
 
 	memset(&fk, 0, sizeof fk);
-	fk.before = before;
-	fk.after = after;
-	fk.switch_s = switch_s;
+	fk.before = s->before;
+	fk.after = s->after;
+	fk.switch_s = s->switch_s;
 	fk.pace_min = ~0u;
-	fk.at_s = sample_s;
-	if (mkdirat(dfd, "tree", 0755) || t_files(dfd, "tree/f%d", n))
+	fk.at_s = s->sample_s ? s->sample_s : 1.0;
+	if (mkdirat(dfd, "tree", 0755) || t_files(dfd, "tree/f%d", s->n))
 		return -1;
 	fk.t0 = t_now();
 	if (de_ctx_new(&ctx, &cfg) == 0
 	 && t_remove_timed(ctx, dfd, &t, &h, &sum, &took) == 0
-	 && !t_exists(dfd, "tree") && sum.removed_total == (uint64_t)n + 1) {
+	 && !t_exists(dfd, "tree") && sum.removed_total == (uint64_t)s->n + 1) {
 		de_ctx_free(ctx);
 		return took;
 	}
@@ -110,29 +118,37 @@ int test(int dfd)
 	const char *what = "";
 
 	what = "busy";
-	took = run(dfd, 100, 200, 0, BUSY, BUSY, 1e9);
+	took = run(dfd, &(struct setup){ .n = 100, .rate = 200,
+					 .before = BUSY, .after = BUSY });
 	CHECK(took >= 100 / 200.0);
 	CHECK(fk.pace_max == 200 && fk.pace_min == 200);
 
 	what = "idle";
-	took = run(dfd, 3000, 100, 0, IDLE, IDLE, 1e9);
+	took = run(dfd, &(struct setup){ .n = 3000, .rate = 100,
+					 .before = IDLE, .after = IDLE });
 	/* 30 s at the rate; the first quiet window is 20 ms. */
 	CHECK(took >= 0 && took < 3.0);
 
 	what = "idle, capped";
-	took = run(dfd, 300, 100, 1000, IDLE, IDLE, 1e9);
+	took = run(dfd, &(struct setup){ .n = 300, .rate = 100,
+					 .rate_max = 1000,
+					 .before = IDLE, .after = IDLE });
 	CHECK(took >= 300 / 1000.0 && took < 3.0);
 	CHECK(fk.pace_max == 1000);
 
 	what = "busy, then idle";
-	took = run(dfd, 3000, 100, 0, BUSY, IDLE, 0.5);
+	took = run(dfd, &(struct setup){ .n = 3000, .rate = 100,
+					 .before = BUSY, .after = IDLE,
+					 .switch_s = 0.5 });
 	/* 30 s at the rate; back to no limit at the first window after
 	 * 0.5 s (windows 0.1, 0.2, 0.4 s... after each busy one). */
 	CHECK(took >= 0.5 && took < 1.5);
 	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
 
 	what = "one busy window";
-	took = run(dfd, 3000, 100, 0, BUSY, IDLE, 0.03);
+	took = run(dfd, &(struct setup){ .n = 3000, .rate = 100,
+					 .before = BUSY, .after = IDLE,
+					 .switch_s = 0.03 });
 	/* Others waited in the first window only (the deletion's own
 	 * write-back, say): the next one, 0.1 s on, finds nobody and the
 	 * rest goes at once, not after a second at the rate. */
@@ -140,9 +156,10 @@ int test(int dfd)
 	CHECK(fk.pace_max == 100 && fk.pace_min == 0);
 
 	what = "idle, then busy";
-	sample_s = 1.2;
-	took = run(dfd, 1500, 400, 1000, IDLE, BUSY, 0.4);
-	sample_s = 1.0;
+	took = run(dfd, &(struct setup){ .n = 1500, .rate = 400,
+					 .rate_max = 1000,
+					 .before = IDLE, .after = BUSY,
+					 .switch_s = 0.4, .sample_s = 1.2 });
 	/* At the cap alone, all 1,501 would be gone by 1.6 s.  Others start
 	 * waiting at 0.4 s, so that a slow start (TSan on a loaded machine)
 	 * still finds its first window idle; the next window comes 0.5 s
@@ -153,33 +170,42 @@ int test(int dfd)
 	CHECK(fk.pace_min == 400 && fk.pace_max == 1000);
 
 	what = "no signal";
-	took = run(dfd, 100, 200, 0, GONE, GONE, 1e9);
+	took = run(dfd, &(struct setup){ .n = 100, .rate = 200,
+					 .before = GONE, .after = GONE });
 	CHECK(took >= 100 / 200.0);
 
 	what = "busy, rate_busy";
-	busy_rate = 200, burst = 2000;
-	took = run(dfd, 200, 2000, 0, BUSY, BUSY, 1e9);
+	took = run(dfd, &(struct setup){ .n = 200, .rate = 2000,
+					 .rate_busy = 200, .rate_burst = 2000,
+					 .before = BUSY, .after = BUSY });
 	/* 201 entries in bursts of 200 a second (2,000 a second would take
 	 * them in one): 200 at 0 s, 1 at 1 s. */
 	CHECK(took >= 0.9);
 	CHECK(fk.pace_max == 200 && fk.pace_min == 200);
 
 	what = "busy, rate_busy, then the signal goes";
-	took = run(dfd, 1000, 2000, 0, BUSY, GONE, 0.5);
+	took = run(dfd, &(struct setup){ .n = 1000, .rate = 2000,
+					 .rate_busy = 200, .rate_burst = 2000,
+					 .before = BUSY, .after = GONE,
+					 .switch_s = 0.5 });
 	/* 200 at 0 s; the first look after 0.5 s finds the signal gone,
 	 * and rate and its bursts take the rest at once in the slot the
 	 * slow pace booked, 1 s (at 200 a second: 4 s). */
 	CHECK(took >= 0.9 && took < 1.5);
 
 	what = "no signal, rate_busy";
-	took = run(dfd, 400, 2000, 0, GONE, GONE, 1e9);
+	took = run(dfd, &(struct setup){ .n = 400, .rate = 2000,
+					 .rate_busy = 200, .rate_burst = 2000,
+					 .before = GONE, .after = GONE });
 	/* rate, in one burst of 2,000. */
 	CHECK(took >= 0 && took < 1.0);
-	busy_rate = burst = 0;
 
 	what = "busy, yield";
-	busy_rate = 100, burst = 500, yield = 600, sample_s = 0.5;
-	took = run(dfd, 150, 500, 0, BUSY, BUSY, 1e9);
+	took = run(dfd, &(struct setup){ .n = 150, .rate = 500,
+					 .rate_busy = 100, .rate_burst = 500,
+					 .yield_ms = 600,
+					 .before = BUSY, .after = BUSY,
+					 .sample_s = 0.5 });
 	/* Nothing until 0.62 s (the first window, 20 ms, starts the
 	 * spell), then 100 at once and 51 a second later. */
 	CHECK(took >= 1.5 && took < 2.5);
@@ -187,19 +213,24 @@ int test(int dfd)
 	CHECK(fk.pace_max == DE_PACE_YIELD && fk.pace_min == 100);
 
 	what = "busy, yield, serial";
-	max_delete = 1000;
-	took = run(dfd, 150, 500, 0, BUSY, BUSY, 1e9);
+	took = run(dfd, &(struct setup){ .n = 150, .rate = 500,
+					 .rate_busy = 100, .rate_burst = 500,
+					 .yield_ms = 600, .serial = 1,
+					 .before = BUSY, .after = BUSY,
+					 .sample_s = 0.5 });
 	/* With max_delete the calling thread removes, and so waits in the
 	 * yield itself: it still delivers progress (rsync's keep-alives)
 	 * at every look.  (Gaps count in the first second only: after the
 	 * yield, the next slow burst is a second away, as it always was.) */
 	CHECK(took >= 1.5 && took < 2.5);
 	CHECK(fk.removed_at == 1 && fk.max_gap_s < 0.5);
-	max_delete = -1;
 
 	what = "busy, yield, then idle";
-	yield = 10000, sample_s = 0.25;
-	took = run(dfd, 3000, 1000, 0, BUSY, IDLE, 0.3);
+	took = run(dfd, &(struct setup){ .n = 3000, .rate = 1000,
+					 .rate_busy = 100, .rate_burst = 500,
+					 .yield_ms = 10000,
+					 .before = BUSY, .after = IDLE,
+					 .switch_s = 0.3, .sample_s = 0.25 });
 	/* Nothing while others wait; the first window after 0.3 s (they
 	 * come 0.1, 0.2, 0.4 s apart) finds nobody, and the rest goes at
 	 * once. */
@@ -208,13 +239,15 @@ int test(int dfd)
 	CHECK(fk.pace_max == DE_PACE_YIELD && fk.pace_min == 0);
 
 	what = "no signal, yield";
-	burst = 100;
-	took = run(dfd, 100, 200, 0, GONE, GONE, 1e9);
+	took = run(dfd, &(struct setup){ .n = 100, .rate = 200,
+					 .rate_busy = 100, .rate_burst = 100,
+					 .yield_ms = 10000,
+					 .before = GONE, .after = GONE,
+					 .sample_s = 0.25 });
 	/* rate, 200 a second in bursts of 100, from the start: nothing to
 	 * yield to. */
 	CHECK(took >= 100 / 200.0 && took < 2.0);
 	CHECK(fk.removed_at > 1);
-	busy_rate = burst = yield = 0, sample_s = 1.0;
 
 	ret = T_PASS;
 out:

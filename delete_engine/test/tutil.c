@@ -282,20 +282,70 @@ struct t_rep *t_find(struct t_reps *rs, const char *path)
 	return NULL;
 }
 
+int t_result(struct t_reps *rs, const char *path)
+{
+	struct t_rep *r = t_find(rs, path);
+
+	return r ? r->result : -1;
+}
+
 /* Run the engine on one target; returns de_remove's value. */
 int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
 	     long long maxdel, struct t_reps *rs, struct de_summary *sum)
 {
-	struct de_config cfg = { .threads = threads, .flags = flags, .max_delete = maxdel };
-	struct de_hooks h;
+	struct de_config cfg = { .threads = threads, .flags = flags,
+				 .max_delete = maxdel };
+
+	return t_remove_mode(dfd, name, T_M_UNORDERED, &cfg, NULL, NULL, rs,
+			     sum);
+}
+
+const char *const t_mode_name[T_M_COUNT] = {
+	"unordered", "ordered", "enter_dir", "max_delete", "dispose",
+	"global", "auto"
+};
+
+/* T_M_HOOK's enter_dir: every directory is entered, and removed. */
+static int enter_all(void *arg, const char *rel, struct de_dirent *e,
+		     size_t n)
+{
+	(void)arg; (void)rel; (void)e; (void)n;
+	return 0;
+}
+
+int t_remove_mode(int dfd, const char *name, enum t_mode mode,
+		  const struct de_config *cfg, de_fault_fn fault,
+		  void *fault_arg, struct t_reps *rs, struct de_summary *sum)
+{
+	struct de_config c = *cfg;
+	struct de_hooks h = { .arg = rs, .report = rs ? t_collect : NULL };
 	struct de_target t = { name, DE_T_UNKNOWN, 0 };
 	de_ctx *ctx;
 	int rc;
 
-	memset(&h, 0, sizeof(h));
-	h.arg = rs;
-	h.report = rs ? t_collect : NULL;
-	rc = de_ctx_new(&ctx, &cfg);
+	switch (mode) {
+	case T_M_ORDERED:
+		c.flags |= DE_F_ORDERED;
+		break;
+	case T_M_HOOK:
+		h.enter_dir = enter_all;
+		break;
+	case T_M_LIMIT:
+		c.max_delete = 1000;
+		break;
+	case T_M_DISPOSE:
+		h.dispose = t_dispose_delete;
+		break;
+	case T_M_GLOBAL:
+		c.schedule = DE_SCHED_GLOBAL;
+		break;
+	case T_M_AUTO:
+		c.schedule = DE_SCHED_AUTO;
+		break;
+	default:
+		break;
+	}
+	rc = de_test_ctx_new(&ctx, &c, fault, fault_arg);
 	if (rc)
 		return rc;
 	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);

@@ -125,9 +125,38 @@ void t_reps_free(struct t_reps *rs);
 
 struct t_rep *t_find(struct t_reps *rs, const char *path);
 
+/* The result reported for path (enum de_result), or -1 where none was. */
+int t_result(struct t_reps *rs, const char *path);
+
 /* Run the engine on one target; returns de_remove's value. */
 int t_remove(int dfd, const char *name, unsigned threads, unsigned flags,
 	     long long maxdel, struct t_reps *rs, struct de_summary *sum);
+
+/*
+ * The ways of running the engine that tests repeat a case in, named in
+ * failure messages by t_mode_name[]: T_M_UNORDERED, as the caller's
+ * de_config says; T_M_ORDERED, with DE_F_ORDERED; T_M_HOOK, with an
+ * enter_dir hook that enters every directory; T_M_LIMIT, with
+ * max_delete 1000 (the serial walk; no test's tree is that large);
+ * T_M_DISPOSE, with t_dispose_delete (the serial walk); T_M_GLOBAL and
+ * T_M_AUTO, in DE_SCHED_GLOBAL and DE_SCHED_AUTO.  All but the last two
+ * keep the caller's schedule.
+ */
+enum t_mode { T_M_UNORDERED, T_M_ORDERED, T_M_HOOK, T_M_LIMIT, T_M_DISPOSE,
+	      T_M_GLOBAL, T_M_AUTO, T_M_COUNT };
+
+extern const char *const t_mode_name[T_M_COUNT];
+
+/*
+ * Run the engine on dfd/name in mode, with *cfg as the caller made it
+ * (threads, flags, max_delete, schedule) and fault (NULL: none) as the
+ * context's fault hook, called with fault_arg; reports are collected in
+ * rs where it is set.  Returns de_remove's value, or the context's
+ * error where it cannot be made.
+ */
+int t_remove_mode(int dfd, const char *name, enum t_mode mode,
+		  const struct de_config *cfg, de_fault_fn fault,
+		  void *fault_arg, struct t_reps *rs, struct de_summary *sum);
 
 /*
  * t_remove(dfd, name, 2, flags, -1, rs, NULL) while racer runs on a thread

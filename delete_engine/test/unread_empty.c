@@ -14,19 +14,12 @@
  * (max_delete), the global window, with and without DE_F_MAKE_WRITABLE. */
 #include "tutil.h"
 
-enum mode { M_DIRS, M_ORDERED, M_HOOK, M_LIMIT, M_GLOBAL, M_COUNT };
-
-static const char *mode_name[] = { "dirs", "ordered", "enter_dir",
-				   "max_delete", "global" };
+/* Each in DE_SCHED_DIRS but T_M_GLOBAL. */
+static const enum t_mode modes[] = { T_M_UNORDERED, T_M_ORDERED, T_M_HOOK,
+				     T_M_LIMIT, T_M_GLOBAL };
 
 static const char *const empties[] = { "tree/x/m000", "tree/x/m100",
 				       "tree/x/m300" };
-
-static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
-{
-	(void)arg; (void)rel; (void)e; (void)n;
-	return 0;
-}
 
 static int build(int dfd)
 {
@@ -40,34 +33,16 @@ static int build(int dfd)
 	       fchmodat(dfd, "inacc", 0, 0) ? -1 : 0;
 }
 
-static int run1(int dfd, const char *target, enum mode mode, unsigned flags,
+static int run1(int dfd, const char *target, enum t_mode mode, unsigned flags,
 		struct t_reps *rs, struct de_summary *sum)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
-				 .flags = flags };
-	struct de_hooks h = { 0 };
-	struct de_target t = { target, DE_T_UNKNOWN, 0 };
-	de_ctx *ctx;
-	int rc;
+				 .flags = flags, .schedule = DE_SCHED_DIRS };
 
-	cfg.schedule = mode == M_GLOBAL ? DE_SCHED_GLOBAL : DE_SCHED_DIRS;
-	if (mode == M_ORDERED)
-		cfg.flags |= DE_F_ORDERED;
-	if (mode == M_LIMIT)
-		cfg.max_delete = 1000;
-	h.arg = rs;
-	h.report = t_collect;
-	if (mode == M_HOOK)
-		h.enter_dir = enter;
-	rc = de_ctx_new(&ctx, &cfg);
-	if (rc)
-		return rc;
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, sum);
-	de_ctx_free(ctx);
-	return rc;
+	return t_remove_mode(dfd, target, mode, &cfg, NULL, NULL, rs, sum);
 }
 
-static int one(int dfd, enum mode mode, unsigned flags)
+static int one(int dfd, enum t_mode mode, unsigned flags)
 {
 	struct t_reps rs = { 0 };
 	struct de_summary sum;
@@ -107,7 +82,8 @@ static int one(int dfd, enum mode mode, unsigned flags)
 	ret = 0;
 out:
 	if (ret)
-		fprintf(stderr, "case %s, flags %#x\n", mode_name[mode], flags);
+		fprintf(stderr, "case %s, flags %#x\n",
+			t_mode_name[mode], flags);
 	t_reps_free(&rs);
 	(void)fchmodat(dfd, "tree/full", 0700, 0);
 	for (i = 0; i < 3; i++)
@@ -121,15 +97,15 @@ out:
 static int run(void)
 {
 	static const unsigned fl[] = { 0, DE_F_MAKE_WRITABLE, DE_F_DRY_RUN };
-	int ret = T_PASS, dfd, m;
-	size_t f;
+	int ret = T_PASS, dfd;
+	size_t m, f;
 
 	dfd = open(t_base, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		return T_FAIL;
-	for (m = 0; m < M_COUNT; m++)
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 		for (f = 0; f < sizeof(fl) / sizeof(fl[0]); f++)
-			if (one(dfd, (enum mode)m, fl[f]))
+			if (one(dfd, modes[m], fl[f]))
 				ret = T_FAIL;
 	close(dfd);
 	return ret;

@@ -6,15 +6,15 @@
  * open and the read was a failed read (getdents64 refuses a dead
  * directory with ENOENT), which kept its parents, so two rsync runs on one
  * tree both exited 23 and could leave an empty directory behind (issue
- * 22).  In every mode: unordered, ordered, enter_dir, serial. */
+ * 22).  In every mode: unordered, ordered, enter_dir, serial (max_delete). */
 #include "tutil.h"
 
 enum when { W_OPEN, W_READ, W_UNLINK, W_COUNT };
-enum mode { M_UNORDERED, M_ORDERED, M_HOOK, M_SERIAL, M_COUNT };
 
 static const char *when_name[] = { "open", "read", "unlink" };
-static const char *mode_name[] = { "unordered", "ordered", "enter_dir",
-				   "serial" };
+/* Each in the default schedule, DE_SCHED_AUTO. */
+static const enum t_mode modes[] = { T_M_UNORDERED, T_M_ORDERED, T_M_HOOK,
+				     T_M_LIMIT };
 
 static char victim[4200];
 
@@ -60,55 +60,32 @@ static int fault(void *arg, int op, const char *name)
 	return remove_victim() ? EPERM : 0;	/* EPERM: shows up */
 }
 
-static int enter(void *arg, const char *rel, struct de_dirent *e, size_t n)
-{
-	(void)arg; (void)rel; (void)e; (void)n;
-	return 0;
-}
-
-static int one(int dfd, enum when when, enum mode mode, unsigned threads)
+static int one(int dfd, enum when when, enum t_mode mode, unsigned threads)
 {
 	struct de_config cfg = { .threads = threads, .max_delete = -1 };
-	struct de_hooks h = { 0 };
-	struct de_target t = { "tree", DE_T_UNKNOWN, 0 };
 	struct de_summary sum;
 	struct t_reps rs = { 0 };
-	struct t_rep *r;
-	de_ctx *ctx = NULL;
 	int ret = -1, rc;
 	int cur = when;
 
-	if (mode == M_ORDERED)
-		cfg.flags |= DE_F_ORDERED;
-	if (mode == M_SERIAL)
-		cfg.max_delete = 1000;
-	h.arg = &rs;
-	h.report = t_collect;
-	if (mode == M_HOOK)
-		h.enter_dir = enter;
 	CHECK(t_paths(dfd, "tree/a/g", "tree/a/victim/f1", "tree/a/victim/f2",
 		      "tree/b/h", NULL) == 0);
 	snprintf(victim, sizeof(victim), "%s/tree/a/victim", t_base);
 
-	CHECK(de_test_ctx_new(&ctx, &cfg, fault, &cur) == 0);
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, &sum);
+	rc = t_remove_mode(dfd, "tree", mode, &cfg, fault, &cur, &rs, &sum);
 	/* The other process did its part. */
 	CHECK(__atomic_load_n(&cur, __ATOMIC_ACQUIRE) == W_COUNT);
 	CHECK(rc == 0);
 	CHECK(sum.failed == 0 && sum.not_empty == 0 && sum.vanished >= 1);
-	r = t_find(&rs, "tree/a/victim");
-	CHECK(r && r->result == DE_R_VANISHED);
-	r = t_find(&rs, "tree/a");
-	CHECK(r && r->result == DE_R_REMOVED);
-	r = t_find(&rs, "tree");
-	CHECK(r && r->result == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree/a/victim") == DE_R_VANISHED);
+	CHECK(t_result(&rs, "tree/a") == DE_R_REMOVED);
+	CHECK(t_result(&rs, "tree") == DE_R_REMOVED);
 	CHECK(!t_exists(dfd, "tree"));
 	ret = 0;
 out:
 	if (ret)
 		fprintf(stderr, "case %s, %s, threads=%u\n", when_name[when],
-			mode_name[mode], threads);
-	de_ctx_free(ctx);
+			t_mode_name[mode], threads);
 	t_reps_free(&rs);
 	t_cleanup_sub(dfd, "tree");
 	return ret;
@@ -116,15 +93,16 @@ out:
 
 int test(int dfd)
 {
-	int ret = T_FAIL, w, m;
+	int ret = T_FAIL, w;
+	size_t m;
 	unsigned th;
 
 	t_fail_on_alarm("vanished_dir");
 	alarm(60);
 	for (w = 0; w < W_COUNT; w++)
-		for (m = 0; m < M_COUNT; m++)
+		for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 			for (th = 1; th <= 2; th++)
-				CHECK(one(dfd, (enum when)w, (enum mode)m,
+				CHECK(one(dfd, (enum when)w, modes[m],
 					  th) == 0);
 	ret = T_PASS;
 out:
