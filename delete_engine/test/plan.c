@@ -32,70 +32,69 @@ static enum de_action dispose_cb(void *arg, int dirfd, const char *name,
 
 enum hk { H_NONE, H_ENTER, H_ASK, H_DISPOSE };
 
+/* A call's settings (0: the default; limit 0: none) and what its plan
+ * line starts with. */
 struct want {
 	enum de_schedule sched;
-	long fstype;
+	long fs;
 	unsigned flags;			/* de_opts.flags */
-	long long max_delete;
+	long long limit;
 	enum hk hooks;
-	const char *line;		/* what the line starts with */
+	const char *line;
 };
 
 static const struct want wants[] = {
 	/* The file system's row. */
-	{ DE_SCHED_AUTO, EXT4, 0, -1, H_NONE,
-	  "ext4: global windows (a local file system); if the first reads "
-	  "are fast: directory by directory; 2 workers, gate 2, reader "
-	  "helps, inode order" },
-	{ DE_SCHED_AUTO, BTRFS, 0, -1, H_NONE,
-	  "btrfs: serial walk (one unlinker in canonical order pays here)" },
-	{ DE_SCHED_AUTO, NFS, 0, -1, H_NONE,
-	  "nfs: directory by directory (every request waits for a server); "
-	  "64 workers, gate 0, listing order" },
-	{ DE_SCHED_DIRS, TMPFS, 0, -1, H_NONE,
-	  "tmpfs: directory by directory (asked for); 2 workers, gate 0, "
-	  "listing order, splits huge directories" },
-	{ DE_SCHED_DIRS, 0, 0, -1, H_NONE, "other: directory by directory" },
+	{ .fs = EXT4, .line = "ext4: global windows (a local file system); "
+	  "if the first reads are fast: directory by directory; 2 workers, "
+	  "gate 2, reader helps, inode order" },
+	{ .fs = BTRFS, .line = "btrfs: serial walk (one unlinker in "
+	  "canonical order pays here)" },
+	{ .fs = NFS, .line = "nfs: directory by directory (every request "
+	  "waits for a server); 64 workers, gate 0, listing order" },
+	{ DE_SCHED_DIRS, TMPFS, .line = "tmpfs: directory by directory "
+	  "(asked for); 2 workers, gate 0, listing order, splits huge "
+	  "directories" },
+	{ DE_SCHED_DIRS, .line = "other: directory by directory" },
 	/* Ordered reports and a limit: the batch walk, and after a fast
 	 * probe, the ordered or the serial walk. */
-	{ DE_SCHED_AUTO, EXT4, DE_F_ORDERED, -1, H_NONE,
-	  "ext4: batch walk (global windows, reports in order) (a local "
-	  "file system); if the first reads are fast: directory by "
-	  "directory, reports in order" },
-	{ DE_SCHED_AUTO, EXT4, 0, 5, H_NONE,
-	  "ext4: batch walk (global windows, reports in order) (a local "
-	  "file system); if the first reads are fast: serial walk" },
-	{ DE_SCHED_GLOBAL, EXT4, 0, -1, H_NONE,
-	  "ext4: global windows (asked for); 2 workers" },
-	{ DE_SCHED_DIRS, EXT4, 0, 5, H_NONE,
-	  "ext4: serial walk (asked for)" },
+	{ .fs = EXT4, .flags = DE_F_ORDERED, .line = "ext4: batch walk "
+	  "(global windows, reports in order) (a local file system); if the "
+	  "first reads are fast: directory by directory, reports in order" },
+	{ .fs = EXT4, .limit = 5, .line = "ext4: batch walk (global windows, "
+	  "reports in order) (a local file system); if the first reads are "
+	  "fast: serial walk" },
+	{ DE_SCHED_GLOBAL, EXT4, .line = "ext4: global windows (asked for); "
+	  "2 workers" },
+	{ DE_SCHED_DIRS, EXT4, .limit = 5, .line = "ext4: serial walk (asked "
+	  "for)" },
 	/* Entry by entry: the serial or the ordered walk. */
-	{ DE_SCHED_AUTO, EXT4, DE_F_DRY_RUN, -1, H_NONE,
-	  "ext4: serial walk (a dry run decides entry by entry)" },
-	{ DE_SCHED_AUTO, EXT4, 0, -1, H_ASK,
-	  "ext4: serial walk (the hooks decide entry by entry)" },
-	{ DE_SCHED_AUTO, EXT4, 0, -1, H_ENTER,
-	  "ext4: directory by directory, reports in order (the hooks "
+	{ .fs = EXT4, .flags = DE_F_DRY_RUN, .line = "ext4: serial walk (a dry "
+	  "run decides entry by entry)" },
+	{ .fs = EXT4, .hooks = H_ASK, .line = "ext4: serial walk (the hooks "
 	  "decide entry by entry)" },
-	{ DE_SCHED_AUTO, EXT4, 0, -1, H_DISPOSE,
-	  "ext4: serial walk (the hooks decide entry by entry)" },
+	{ .fs = EXT4, .hooks = H_ENTER, .line = "ext4: directory by directory, "
+	  "reports in order (the hooks decide entry by entry)" },
+	{ .fs = EXT4, .hooks = H_DISPOSE, .line = "ext4: serial walk (the "
+	  "hooks decide entry by entry)" },
 	/* ... unless the hooks may run ahead. */
-	{ DE_SCHED_AUTO, EXT4, DE_F_HOOKS_AHEAD, -1, H_DISPOSE,
-	  "ext4: batch walk (global windows, reports in order) (a local "
-	  "file system); if the first reads are fast: serial walk" },
+	{ .fs = EXT4, .flags = DE_F_HOOKS_AHEAD, .hooks = H_DISPOSE,
+	  .line = "ext4: batch walk (global windows, reports in order) (a "
+	  "local file system); if the first reads are fast: serial walk" },
 };
 
 static int check(const struct want *w)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
 				 .schedule = w->sched };
-	struct de_opts o = { .flags = w->flags, .max_delete = w->max_delete };
+	struct de_opts o = { .flags = w->flags,
+			     .max_delete = w->limit ? w->limit : -1 };
 	struct de_hooks h = { 0 };
 	de_ctx *ctx = NULL;
 	char line[256];
 	int n, ok = 0;
 
-	if (w->fstype == NFS)
+	if (w->fs == NFS)
 		cfg.threads = 0;	/* threads_for() decides */
 	if (w->hooks == H_ENTER)
 		h.enter_dir = enter_cb;
@@ -105,7 +104,7 @@ static int check(const struct want *w)
 		h.dispose = dispose_cb;
 	if (de_ctx_new(&ctx, &cfg))
 		return 0;
-	n = de_test_plan(ctx, w->fstype, &h, &o, line, sizeof(line));
+	n = de_test_plan(ctx, w->fs, &h, &o, line, sizeof(line));
 	if (n >= (int)sizeof(line) || n < 0)
 		fprintf(stderr, "plan: de_test_plan: %d\n", n);
 	else if (strncmp(line, w->line, strlen(w->line)))
