@@ -31,12 +31,10 @@ uint64_t de__now_ms(void)
  * de__open_dir() closes held fds and waits when the process runs out
  * (EMFILE).
  */
-#define DE__FD_RESERVE 4
-
 int de__fd_budget(void)
 {
 	struct rlimit rl;
-	long b = 256, open = 0, fd;
+	long b = DE__FD_BUDGET_MAX, open = 0, fd;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < 1024) {
@@ -44,8 +42,8 @@ int de__fd_budget(void)
 			open += fcntl((int)fd, F_GETFD) >= 0;
 		b = ((long)rl.rlim_cur - open - DE__FD_RESERVE) / 2;
 	}
-	if (b > 256)
-		b = 256;
+	if (b > DE__FD_BUDGET_MAX)
+		b = DE__FD_BUDGET_MAX;
 	if (b < 1)
 		b = 1;
 	return (int)b;
@@ -70,13 +68,13 @@ int de_ctx_new(de_ctx **out, const struct de_config *cfg)
 	else
 		ctx->cfg.max_delete = -1;
 	if (!ctx->cfg.progress_ms)
-		ctx->cfg.progress_ms = 1000;
+		ctx->cfg.progress_ms = DE__PROGRESS_MS;
 	ctx->shed_fd = de__shed_fd;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu < 1)
 		ncpu = 1;
-	if (ncpu > 64)
-		ncpu = 64;
+	if (ncpu > DE__CPUS_MAX)
+		ncpu = DE__CPUS_MAX;
 	ctx->nthreads = ctx->cfg.threads ? ctx->cfg.threads : (unsigned)ncpu;
 	ctx->caller_buf = malloc(DE__BUFSZ);
 	if (!ctx->caller_buf) {

@@ -14,8 +14,8 @@
  * then unlinks every non-directory of the window in one ascending inode
  * order, so each inode-table block is dirtied once per window; the
  * directories go bottom-up as their last entry goes (de__node_release).
- * A window closes when it holds WIN_ENTS entries (the sort's memory),
- * fd_budget / 2 directories (their fds stay cached while they are
+ * A window closes when it holds DE__WIN_ENTS entries (the sort's
+ * memory), fd_budget / 2 directories (their fds stay cached while they are
  * unlinked from), or more directory blocks than half a journal
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
@@ -50,9 +50,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Entries one window sorts: 24 bytes each, 12 MiB. */
-#define WIN_ENTS	(1u << 19)
 
 /* de__global.wfd[k] when the window holds no pin on win[k]. */
 #define NO_PIN	INT_MIN
@@ -288,11 +285,11 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	memset(g, 0, sizeof(*g));
 	g->probing = probe;
 	g->dev = root->dev;
-	g->ents_max = ctx->global_ents ? ctx->global_ents : WIN_ENTS;
+	g->ents_max = ctx->global_ents ? ctx->global_ents : DE__WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
-			tx ? tx / 2 : 170;
+			tx ? tx / 2 : DE__WIN_BLOCKS;
 	if (root->ls.nents && root->ls.ents[0].child && root->ls.ents[0].child->fl.base) {
 		size_t k;
 

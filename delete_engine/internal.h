@@ -16,15 +16,7 @@
 
 #include "delete_engine_test.h"
 
-#define DE__BUFSZ	(512u * 1024u)	/* getdents64 buffer per thread */
-#define DE__LAT_THREADS	64u		/* workers on a latency-bound file
-					 * system (policy.c threads_for) */
-#define DE__CHUNK_MIN	64u		/* files per unlink chunk, at least */
-#define DE__PROBE_DIRS	8		/* reads timed to tell a slow disk
-					 * (policy.c de__slow_reads) */
-#define DE__PROBE_ENTS_MAX 4096u	/* a longer listing's read time is
-					 * the CPU's, not the disk's */
-
+#include "tunables.h"
 #include "pool.h"
 
 /* ---- sys.c -------------------------------------------------------- */

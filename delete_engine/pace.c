@@ -13,11 +13,11 @@
  * nothing at all for the first yield_ms of such a spell.  The signal is
  * Linux's PSI (/proc/pressure/io "some"), which counts this deletion's
  * own waits too, so it is read in quiet windows: every removal waits
- * PACE_PROBE_NS, and the waiting that grows meanwhile is others'.  A
- * busy window is looked at again PACE_CONFIRM_NS on, then twice as far
- * after each busy one, up to PACE_REPROBE_NS, so full speed is back
+ * DE__PACE_PROBE_NS, and the waiting that grows meanwhile is others'.  A
+ * busy window is looked at again DE__PACE_CONFIRM_NS on, then twice as far
+ * after each busy one, up to DE__PACE_REPROBE_NS, so full speed is back
  * within about a second of the others' end.  At full speed the signal is
- * read every PACE_LOOK_NS, and a jump in it brings a window at once.
+ * read every DE__PACE_LOOK_NS, and a jump in it brings a window at once.
  *
  * Why bursts, why 100 a second while others wait and why yield first:
  * delete_engine/README.md, "Heuristics"; the measurements are in
@@ -41,14 +41,6 @@
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
-
-#define MS			1000000ull	/* in ns */
-#define PACE_PROBE_NS		(20 * MS)
-#define PACE_CONFIRM_NS		(100 * MS)
-#define PACE_REPROBE_NS		(1000 * MS)
-#define PACE_LOOK_NS		(100 * MS)
-#define PACE_SUSPECT_NS		(500 * MS)
-#define BUSY_PERMILLE		100
 
 /* The pacer: this file's alone, one per context (ctx->pace). */
 struct de__pacer {
@@ -169,7 +161,7 @@ int de__pace_init(de_ctx *ctx)
 	p->sig_us = us;
 	p->sig_ns = now_ns();
 	p->event_ns = 0;	/* the first removal starts a window */
-	p->reprobe_ns = PACE_CONFIRM_NS;
+	p->reprobe_ns = DE__PACE_CONFIRM_NS;
 	return 0;
 }
 
@@ -236,7 +228,7 @@ static uint64_t adapt(struct de__pacer *p, uint64_t now)
 		set_slow(p, 0);
 		return 0;
 	}
-	busy = permille(p, us, now) >= BUSY_PERMILLE;
+	busy = permille(p, us, now) >= DE__BUSY_PERMILLE;
 	if (p->probe_ns) {
 		/* A quiet window is over: what waited in it was others. */
 		p->busy = busy;
@@ -244,22 +236,22 @@ static uint64_t adapt(struct de__pacer *p, uint64_t now)
 		if (busy) {
 			/* A spell of others' waiting starts: yield to it. */
 			if (!p->yield_ns)
-				p->yield_ns = now + p->cfg->yield_ms * MS;
+				p->yield_ns = now + p->cfg->yield_ms * DE__MS;
 			p->event_ns = now + p->reprobe_ns;
 			p->reprobe_ns *= 2;
-			if (p->reprobe_ns > PACE_REPROBE_NS)
-				p->reprobe_ns = PACE_REPROBE_NS;
+			if (p->reprobe_ns > DE__PACE_REPROBE_NS)
+				p->reprobe_ns = DE__PACE_REPROBE_NS;
 		} else {
 			p->yield_ns = 0;
-			p->event_ns = now + PACE_LOOK_NS;
-			p->reprobe_ns = PACE_CONFIRM_NS;
+			p->event_ns = now + DE__PACE_LOOK_NS;
+			p->reprobe_ns = DE__PACE_CONFIRM_NS;
 		}
-		p->probe_ok_ns = now + PACE_SUSPECT_NS;
+		p->probe_ok_ns = now + DE__PACE_SUSPECT_NS;
 	} else if (p->busy || (busy && now >= p->probe_ok_ns)) {
 		/* Time to look again (busy), or a suspicion: stop and ask. */
-		p->probe_ns = p->event_ns = now + PACE_PROBE_NS;
+		p->probe_ns = p->event_ns = now + DE__PACE_PROBE_NS;
 	} else {
-		p->event_ns = now + PACE_LOOK_NS;
+		p->event_ns = now + DE__PACE_LOOK_NS;
 	}
 	p->sig_us = us;
 	p->sig_ns = now;
@@ -366,19 +358,17 @@ unsigned de__pace_rate(de_ctx *ctx)
 	return rate;
 }
 
-/*
- * See delete_engine.h.  The numbers (500 a second in one burst, 100 while
- * others wait, nothing for the first 30 s) and why: delete_engine/README.md,
- * "Heuristics".
- */
+/* See delete_engine.h; the numbers, and where they were measured, are
+ * tunables.h's. */
 void de_config_polite(struct de_config *cfg, unsigned rate)
 {
 	cfg->adaptive = 1;
 	cfg->rate_max = rate;
-	cfg->rate = rate && rate < 500 ? rate : 500;
+	cfg->rate = rate && rate < DE__POLITE_RATE ? rate : DE__POLITE_RATE;
 	cfg->rate_burst = cfg->rate;
-	cfg->rate_busy = rate && rate < 100 ? rate : 100;
-	cfg->yield_ms = 30000;
+	cfg->rate_busy = rate && rate < DE__POLITE_BUSY_RATE ? rate :
+			 DE__POLITE_BUSY_RATE;
+	cfg->yield_ms = DE__POLITE_YIELD_MS;
 }
 
 /* See delete_engine.h. */

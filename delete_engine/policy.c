@@ -164,7 +164,7 @@ int de__slow_reads(const uint64_t *ns, unsigned n)
 			v[j] = v[j - 1];
 		v[j] = x;
 	}
-	return v[n / 2] > 2000000u;
+	return v[n / 2] > DE__SLOW_READ_NS;
 }
 
 /*
@@ -288,7 +288,7 @@ static unsigned p2_gate(de_ctx *ctx, long fstype)
 	/* No kernel threads to leave a CPU to on tmpfs, nor where the work
 	 * is a server's. */
 	return forced(ctx, DE_F_NO_P2_GATE, DE_F_P2_GATE,
-		      fs_of(fstype)->gate) ? 2 : 0;
+		      fs_of(fstype)->gate) ? DE__P2_GATE : 0;
 }
 
 /*
@@ -333,13 +333,6 @@ static int p2_help(de_ctx *ctx, long fstype)
 		return 0;
 	return fs_of(fstype)->help;
 }
-
-/* A directory's unlinks are split from this many files, or from
- * SPLIT_IDLE_MIN with nothing queued (unlink.c want_split). */
-#define SPLIT_MIN	8192
-#define SPLIT_IDLE_MIN	256
-/* Directories an ordered run scans ahead of the walk (walk.c). */
-#define WIN_MAX		256u
 
 /*
  * The schedule of a run (internal.h, enum de__mode), and why.  Serial,
@@ -413,8 +406,8 @@ unsigned de__plan(de_ctx *ctx, long fstype, int sets)
 	p->handed = 0;
 	p->inode_sort = de__want_inode_sort(ctx, fstype);
 	split = p->mode != DE__M_SERIAL && de__want_split(ctx, fstype);
-	p->split_min = split ? SPLIT_MIN : 0x7fffffff;
-	p->split_idle_min = split ? SPLIT_IDLE_MIN : 0x7fffffff;
+	p->split_min = split ? DE__SPLIT_MIN : 0x7fffffff;
+	p->split_idle_min = split ? DE__SPLIT_IDLE_MIN : 0x7fffffff;
 	/*
 	 * Nodes a scanning thread may hold scanned ahead of the unlinker
 	 * on a chain (sched.c run_phase2): each keeps a pinned fd, so a
@@ -422,11 +415,11 @@ unsigned de__plan(de_ctx *ctx, long fstype, int sets)
 	 * wake-up of the reader per 32 directories, not one per directory).
 	 */
 	p->ahead_max = (unsigned)ctx->fd_budget / 4;
-	if (p->ahead_max > 32)
-		p->ahead_max = 32;
+	if (p->ahead_max > DE__AHEAD_MAX)
+		p->ahead_max = DE__AHEAD_MAX;
 	if (p->ahead_max < 1)
 		p->ahead_max = 1;
-	p->win_max = WIN_MAX;
+	p->win_max = DE__WIN_MAX;
 	return ctx->cfg.threads ? ctx->cfg.threads : threads_for(ctx, fstype);
 }
 

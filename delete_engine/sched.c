@@ -260,12 +260,10 @@ static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
 
 /*
  * Look-ahead bounds of a scanning thread along a chain (run_phase2): at
- * most ctx->run.plan.ahead_max scanned nodes (each holds a pinned fd; see
- * run.c reset_run) and READY_ENTS_MAX listed entries (about 40 bytes
- * plus the name each) wait on the ready queue.
+ * most ctx->run.plan.ahead_max scanned nodes (each holds a pinned fd;
+ * policy.c de__plan) and DE__READY_ENTS_MAX listed entries (about 40
+ * bytes plus the name each) wait on the ready queue.
  */
-#define READY_ENTS_MAX	65536u
-
 /*
  * Take c, a child just made, to scan it on this thread without queueing
  * it.  Tree lock held.  Returns 0 when the ordered window is full (the
@@ -314,7 +312,7 @@ static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
 	    __atomic_load_n(&ctx->sched.nready, __ATOMIC_RELAXED) >=
 	    ctx->run.plan.ahead_max ||
 	    __atomic_load_n(&ctx->sched.ready_ents, __ATOMIC_RELAXED) >=
-	    READY_ENTS_MAX)
+	    DE__READY_ENTS_MAX)
 		return NULL;
 	de__make_children(ctx, n);
 	n->fl.early = 1;

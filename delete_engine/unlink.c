@@ -27,18 +27,15 @@ struct chunk {
 	size_t start, n;
 };
 
-
 /*
- * Queue an event for the unordered emitter.  Tree lock held.  The emitter
- * is woken once per EV_WAKE_EVENTS events or EV_WAKE_ENTS listed entries
- * (what its queued listings hold, so the memory they keep stays
- * bounded), not per event; it also wakes at every progress tick and when
- * the root is final, so reports are late by at most progress_ms, and
- * only reports: removal never waits for the emitter.
+ * Queue an event for the unordered emitter.  Tree lock held.  The
+ * emitter is woken once per DE__EV_WAKE_EVENTS events or
+ * DE__EV_WAKE_ENTS listed entries (what its queued listings hold, so the
+ * memory they keep stays bounded), not per event; it also wakes at
+ * every progress tick and when the root is final, so reports are late by
+ * at most progress_ms, and only reports: removal never waits for the
+ * emitter.
  */
-#define EV_WAKE_EVENTS	64u
-#define EV_WAKE_ENTS	16384u
-
 static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 {
 	struct de__ev *ev = kind == DE__EV_FILES ? &n->ev_files : &n->ev_self;
@@ -49,7 +46,8 @@ static void ev_push(de_ctx *ctx, struct de__node *n, int kind)
 	ctx->run.ev.count++;
 	if (kind == DE__EV_FILES)
 		ctx->run.ev.ents += n->ls.nents;
-	if (ctx->run.ev.count >= EV_WAKE_EVENTS || ctx->run.ev.ents >= EV_WAKE_ENTS)
+	if (ctx->run.ev.count >= DE__EV_WAKE_EVENTS ||
+	    ctx->run.ev.ents >= DE__EV_WAKE_ENTS)
 		de__wake(ctx);
 }
 
@@ -77,7 +75,7 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 	/* Only the calling thread touches caller_ticks; it reads the clock
 	 * once per 64 of its removals, not per file. */
 	if (de__is_caller(ctx) &&
-	    (++ctx->run.rep.caller_ticks & 63) == 0)
+	    (++ctx->run.rep.caller_ticks & (DE__TICK_REMOVALS - 1)) == 0)
 		ctx->run.rep.tick(ctx);
 	return 0;
 }

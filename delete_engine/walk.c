@@ -296,11 +296,10 @@ static int ask_dir(de_ctx *ctx, struct de__node *n, int nfd,
  * keeps held (the most recently used; node.c), or reopens as ".." of
  * the child the walk just left (test/deep_lowfd.c).
  */
-#define WALK_PIN_BUDGET 4
 
 static int walk_pins(const de_ctx *ctx)
 {
-	return de__serial(ctx) && ctx->fd_budget >= WALK_PIN_BUDGET &&
+	return de__serial(ctx) && ctx->fd_budget >= DE__WALK_PIN_BUDGET &&
 	       (!(ctx->run.flags & DE_F_DRY_RUN) || ctx->run.hooks->dispose);
 }
 

@@ -1,0 +1,113 @@
+/*
+ * tunables.h - every number the engine decides by, each with its reason
+ * and where it was measured: a section (and row) of docs/BENCHMARKS.md,
+ * or "a bound" where it only caps memory, fds or latency and no run
+ * turned on its value.  The code that uses each one says how; the rules
+ * per file system are policy.c's table.  Private (internal.h includes
+ * it).
+ */
+#ifndef DE_TUNABLES_H
+#define DE_TUNABLES_H
+
+/* ---- Threads and fds (ctx.c, policy.c, sys.c) ---------------------- */
+
+/* getdents64's buffer, one per thread: about 16k short entries a call,
+ * so a huge directory is read in few calls.  A bound. */
+#define DE__BUFSZ		(512u * 1024u)
+
+/* Workers at most, one per online CPU by default: no machine this ran
+ * on had more than the cap.  A bound. */
+#define DE__CPUS_MAX		64
+
+/* Workers on a network or FUSE file system, where each request waits
+ * for a server: "Engine heuristics", "64 workers (2026-12-05)". */
+#define DE__LAT_THREADS		64u
+
+/* The fd budget: at most this many held (past that, held fds only save
+ * reopens), after DE__FD_RESERVE for the caller's hooks.  A bound. */
+#define DE__FD_BUDGET_MAX	256
+#define DE__FD_RESERVE		4
+
+/* de_config.progress_ms's default: rsync's keep-alives and progress
+ * lines want a call a second.  The API's contract (delete_engine.h). */
+#define DE__PROGRESS_MS		1000
+
+/* ---- The parallel schedule (sched.c, unlink.c, policy.c) ----------- */
+
+/* A second unlinker joins only with this many directory tasks queued:
+ * "Engine heuristics", "in a narrow tree, one unlinker, ...". */
+#define DE__P2_GATE		2u
+
+/* A reader's lead on a chain: scanned nodes (each pins an fd, so at most
+ * a quarter of the fd budget) and their entries.  Measured as a whole
+ * with the gate's row; the values themselves are bounds. */
+#define DE__AHEAD_MAX		32u
+#define DE__READY_ENTS_MAX	65536u
+
+/* A huge directory's unlinks are split between workers (where
+ * policy.c's table says it pays, tmpfs) from DE__SPLIT_MIN files, or
+ * DE__SPLIT_IDLE_MIN with no task queued, in chunks of DE__CHUNK_MIN at
+ * least: "Engine heuristics", "split a big directory between workers". */
+#define DE__SPLIT_MIN		8192
+#define DE__SPLIT_IDLE_MIN	256
+#define DE__CHUNK_MIN		64u
+
+/* Directories an ordered run scans ahead of its walk: the listings held
+ * at once ("Memory").  A bound. */
+#define DE__WIN_MAX		256u
+
+/* The unordered emitter is woken per this many events or listed
+ * entries: woken per event, it cost context switches per directory.
+ * Bounds (its latency, and the memory of the listings it holds). */
+#define DE__EV_WAKE_EVENTS	64u
+#define DE__EV_WAKE_ENTS	16384u
+
+/* The calling thread, removing, delivers progress every this many of
+ * its removals (a power of two): keep-alives within a second at any
+ * pace, the clock read once per batch.  A bound. */
+#define DE__TICK_REMOVALS	64u
+
+/* The serial walk hands its pin down the path only with at least this
+ * many fds in the budget (test/fd_pressure.c).  A bound. */
+#define DE__WALK_PIN_BUDGET	4
+
+/* ---- Slow disks (global.c, policy.c) ------------------------------- */
+
+/* DE_SCHED_AUTO times the reads of the first DE__PROBE_DIRS directories
+ * of at most DE__PROBE_ENTS_MAX entries (a longer listing's time is the
+ * CPU's); a median above DE__SLOW_READ_NS tells a slow disk: "Slow
+ * disks" (a cold directory takes 7-16 ms there, 0.2-0.8 ms here). */
+#define DE__PROBE_DIRS		8
+#define DE__PROBE_ENTS_MAX	4096u
+#define DE__SLOW_READ_NS	2000000u
+
+/* A global window's entries (24 bytes each in its sort: 12 MiB), and
+ * its directory blocks where the journal's size is not known (half of
+ * a 4 MiB journal's transaction): "Slow disks",
+ * bench/results/2026-12-03/NOTES.md. */
+#define DE__WIN_ENTS		(1u << 19)
+#define DE__WIN_BLOCKS		170u
+
+/* ---- Polite deletion (pace.c) -------------------------------------- */
+
+/* de_config_polite(): 500 removals a second in one burst where there is
+ * no pressure signal, 100 while others wait, nothing for the first
+ * 30 s of that: "Polite deletion". */
+#define DE__POLITE_RATE		500u
+#define DE__POLITE_BUSY_RATE	100u
+#define DE__POLITE_YIELD_MS	30000u
+
+/* The pressure signal's windows (pace.c says how they are used): a
+ * quiet window to read others' waits, the looks after a busy one, the
+ * look at full speed, and how long a window's verdict stands.  A window
+ * with others waiting BUSY_PERMILLE of its time is busy:
+ * bench/results/2026-12-01/NOTES.md ("10% of a window"). */
+#define DE__MS			1000000ull	/* in ns */
+#define DE__PACE_PROBE_NS	(20 * DE__MS)
+#define DE__PACE_CONFIRM_NS	(100 * DE__MS)
+#define DE__PACE_REPROBE_NS	(1000 * DE__MS)
+#define DE__PACE_LOOK_NS	(100 * DE__MS)
+#define DE__PACE_SUSPECT_NS	(500 * DE__MS)
+#define DE__BUSY_PERMILLE	100
+
+#endif /* DE_TUNABLES_H */
