@@ -51,9 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* de__global.wfd[k] when the window holds no pin on win[k]. */
-#define NO_PIN	INT_MIN
-
 /* Bytes of ext4 directory entries for n's listing, as blocks (at least
  * one): an estimate of what each of its unlinks dirties. */
 static size_t dir_blocks(const struct de__node *n)
@@ -83,25 +80,26 @@ static int reserve(struct de__global *g, size_t k)
 	return 0;
 }
 
-/* Add n to the window, with its fd if the window holds a pin on it, else
- * NO_PIN. */
-static int win_add(struct de__global *g, struct de__node *n, int fd)
+/* Add n to the window, and *pin, n's pin if held, handed over to it
+ * (left to the caller on failure). */
+static int win_add(struct de__global *g, struct de__node *n,
+		   struct de__pin *pin)
 {
 	if (g->nwin == g->win_cap) {
 		size_t cap = g->win_cap ? 2 * g->win_cap : 64;
 		struct de__node **w = realloc(g->win, cap * sizeof(*w));
-		int *f;
+		struct de__pin *f;
 
 		if (!w)
 			return -ENOMEM;
 		g->win = w;
-		f = realloc(g->wfd, cap * sizeof(*f));
+		f = realloc(g->wpin, cap * sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		g->wfd = f;
+		g->wpin = f;
 		g->win_cap = cap;
 	}
-	g->wfd[g->nwin] = fd;
+	g->wpin[g->nwin] = de__pin_move(pin);
 	g->win[g->nwin++] = n;
 	return 0;
 }
@@ -185,8 +183,8 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
 	size_t k;
 
 	for (k = 0; k < g->nwin; k++)
-		if (g->wfd[k] >= 0)
-			de__node_unpin(ctx, g->win[k]);
+		if (g->wpin[k].n)
+			de__pin_drop(ctx, &g->wpin[k]);
 }
 
 /* The window's files to unlink, sorted by inode; *nv of them, or NULL
@@ -219,26 +217,27 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
 }
 
 /* Unlink file i of window directory n through *fd, the window's pin of
- * it (NO_PIN: pin it now for the rest of the window, or keep the
- * error). */
-static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i, int *fd)
+ * it (none tried: pin it now for the rest of the window; a take that
+ * failed: keep its error). */
+static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
+			  struct de__pin *pin)
 {
 	struct de__ent *e = &n->ls.ents[i];
 	int kept;
 
-	if (*fd == NO_PIN)
-		*fd = de__node_pin(ctx, n, -1);
+	if (!pin->n && pin->fd == INT_MIN)
+		*pin = de__pin_take(ctx, n, -1);
 	if (de__cancelled(ctx)) {
 		e->res = DE_R_SKIPPED;
 		kept = 1;
-	} else if (*fd < 0) {
-		e->res = *fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
+	} else if (!pin->n) {
+		e->res = pin->fd == -ENOENT ? DE_R_VANISHED : DE_R_FAILED;
 		e->op = e->res == DE_R_FAILED ? DE_OP_OPEN : 0;
-		e->err = -*fd;
+		e->err = -pin->fd;
 		e->done = 1;
 		kept = e->res == DE_R_FAILED;
 	} else {
-		kept = de__unlink_ent(ctx, n, *fd, e, 1);
+		kept = de__unlink_ent(ctx, n, pin->fd, e, 1);
 	}
 	if (kept)
 		de__node_keep(ctx, n);
@@ -259,12 +258,13 @@ static void flush(de_ctx *ctx, struct de__global *g)
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
 	v = window_order(g, &nv);
 	for (i = 0; i < nv; i++)
-		window_unlink(ctx, v[i].n, v[i].i, &g->wfd[v[i].k]);
+		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
 	free(v);
 	/* Deepest first: a directory goes as soon as its last child does,
 	 * the window's pin on it handed over. */
 	for (k = g->nwin; k-- > 0;)
-		de__unlink_phase(ctx, g->win[k], g->wfd[k] >= 0, DE__P2_LEFT);
+		de__unlink_phase(ctx, g->win[k], de__pin_move(&g->wpin[k]),
+				 DE__P2_LEFT);
 	g->nwin = 0;
 	g->ents = 0;
 	g->blocks = 0;
@@ -274,6 +274,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 		      int probe)
 {
+	struct de__pin none = DE__NO_PIN;
 	size_t tx;
 
 	if (!ctx->jtx_known || ctx->jtx_dev != root->dev) {
@@ -300,12 +301,12 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	} else {
 		descend(ctx, g, root);
 	}
-	if (win_add(g, root, NO_PIN) == 0)
+	if (win_add(g, root, &none) == 0)
 		g->ents = root->ls.nents;
 	else if (de__ordered(ctx))
 		g->probing = 0;	/* no hand-over without the whole window */
 	else
-		de__unlink_phase(ctx, root, 0, DE__P2_LEFT);
+		de__unlink_phase(ctx, root, DE__NO_PIN, DE__P2_LEFT);
 }
 
 /*
@@ -361,16 +362,16 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 		struct de__node *n = g->win[k];
 
 		if (n->fl.skip_scan) {
-			de__unlink_phase(ctx, n, 0, DE__P2_NOW);
+			de__unlink_phase(ctx, n, DE__NO_PIN, DE__P2_NOW);
 			continue;
 		}
 		n->fl.early = 1;
-		de__unlink_phase(ctx, n, 0, DE__P2_POOL);
+		de__unlink_phase(ctx, n, DE__NO_PIN, DE__P2_POOL);
 	}
 	g->nstack = g->nwin = 0;
 	if (mine) {
 		mine->fl.early = 1;
-		de__unlink_phase(ctx, mine, 0, DE__P2_NOW);
+		de__unlink_phase(ctx, mine, DE__NO_PIN, DE__P2_NOW);
 	}
 }
 
@@ -389,23 +390,23 @@ static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
 		     int batch)
 {
 	uint64_t t0 = g->probing ? de__now_ns() : 0;
-	int pinned, fd = NO_PIN;
+	struct de__pin pin;
 
 	de__node_running(ctx, n);
-	pinned = de__scan(ctx, n, ctx->caller_buf, !batch) & 1;
+	pin = de__scan(ctx, n, ctx->caller_buf, !batch);
 	if (g->probing)
 		probe(g, n, de__now_ns() - t0);
 	ctx->run.rep.tick(ctx);
 	if (batch && n->fl.skip_scan) {
 		/* Listed in the window for hand_over(). */
-		if (win_add(g, n, NO_PIN) < 0)
+		if (win_add(g, n, &pin) < 0)
 			g->probing = 0;
 		return;
 	}
 	if (n->fl.skip_scan || de__cancelled(ctx)) {
 		/* Not entered (a mount point, a failed open) or cancelled:
 		 * finished at once. */
-		de__unlink_phase(ctx, n, pinned, DE__P2_NOW);
+		de__unlink_phase(ctx, n, pin, DE__P2_NOW);
 		return;
 	}
 	/* The enter_dir hook decides which children are made.  The reads
@@ -414,16 +415,11 @@ static void read_one(de_ctx *ctx, struct de__global *g, struct de__node *n,
 	if (batch && ctx->run.plan.dir_hooks)
 		de__enter_dir(ctx, n);
 	descend(ctx, g, n);
-	if (pinned) {
-		de__lock(ctx);
-		fd = n->fd;
-		de__unlock(ctx);
-	}
-	if (win_add(g, n, fd) < 0) {
+	if (win_add(g, n, &pin) < 0) {
 		if (batch)
 			g->probing = 0;
 		else
-			de__unlink_phase(ctx, n, pinned, DE__P2_LEFT);
+			de__unlink_phase(ctx, n, pin, DE__P2_LEFT);
 		return;
 	}
 	g->ents += n->ls.nents;
@@ -466,10 +462,10 @@ void de__global_end(struct de__global *g)
 {
 	free(g->stack);
 	free(g->win);
-	free(g->wfd);
+	free(g->wpin);
 	g->stack = NULL;
 	g->win = NULL;
-	g->wfd = NULL;
+	g->wpin = NULL;
 	g->nstack = g->nwin = 0;
 }
 

@@ -11,7 +11,7 @@
  * each step does one window and returns 0 when the tree is done. */
 struct de__global {
 	struct de__node **stack, **win;
-	int *wfd;			/* win[k]'s fd, pinned, or NO_PIN (global.c) */
+	struct de__pin *wpin;		/* the window's pin of win[k], if any */
 	size_t nstack, stack_cap, nwin, win_cap;
 	size_t ents, blocks;		/* what the window holds */
 	size_t ents_max, dirs_max, blocks_max;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,29 @@ struct de__ent {
 	struct de__node *child;
 };
 
+/*
+ * A pin of a node's fd (node.c): while it is held, the fd stays open.
+ * Pins travel as values, so that a signature shows who hands one to
+ * whom: de__pin_take() makes one, de__pin_move() hands it on (the
+ * giver's is empty after) and de__pin_drop() ends it.  fd is the node's
+ * fd while held; when not, the negative errno of a take that failed, or
+ * INT_MIN when none was tried (DE__NO_PIN).  In the debug build a pin
+ * dropped twice, and a node freed with a pin on it, trip assertions.
+ */
+struct de__pin {
+	struct de__node *n;	/* NULL: none held */
+	int fd;
+};
+#define DE__NO_PIN	((struct de__pin){ NULL, INT_MIN })
+
+static inline struct de__pin de__pin_move(struct de__pin *p)
+{
+	struct de__pin q = *p;
+
+	*p = DE__NO_PIN;
+	return q;
+}
+
 /* One event of the unordered emitter; strictly FIFO, never merged, so a
  * child's events always come before its parent's "self" event. */
 struct de__ev {
@@ -106,7 +130,7 @@ struct de__node {
 		struct de__node *inext, *iprev;
 		int idle;	/* on run.tree.idle[idle - 1], or 0 */
 		struct de__node *rnext;
-		int rpinned;	/* on the ready queue with its fd pinned */
+		struct de__pin rpin;	/* on the ready queue: its pin */
 	} links;
 	/* Who still needs n (tree lock). */
 	struct {
@@ -488,6 +512,9 @@ void de__node_free(de_ctx *ctx, struct de__node *n);
  */
 long de__node_path(de_ctx *ctx, const struct de__node *n, size_t extra);
 int de__node_pin(de_ctx *ctx, struct de__node *n, int childfd);
+struct de__pin de__pin_take(de_ctx *ctx, struct de__node *n, int childfd);
+void de__pin_drop(de_ctx *ctx, struct de__pin *p);
+int de__pin_drop_locked(de_ctx *ctx, struct de__pin *p);
 void de__node_unpin(de_ctx *ctx, struct de__node *n);
 int de__unpin_locked(de_ctx *ctx, struct de__node *n);
 int de__shed_fd(de_ctx *ctx);
@@ -495,8 +522,8 @@ void de__wake(de_ctx *ctx);
 void de__signal(de_ctx *ctx);
 
 /* scan.c: reading one directory */
-#define DE__SCAN_FINISH	2
-int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin,
+		  struct de__pin *pin);
 /* The enter_dir and leave_dir hooks for n, each at most once, on the
  * calling thread (n->fl.hooked). */
 #define DE__HOOK_NONE		0
@@ -512,29 +539,30 @@ int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,
 		  int pace);
 int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
 		   struct de__ent *e, int pace);
-int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
-		   int *op, int *err);
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, const struct de__pin *np,
+		   struct de__pin *pp, int *op, int *err);
 int de__unopened_for_perm(const struct de__node *n);
-int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
+int de__rmdir_unread(de_ctx *ctx, struct de__node *n, struct de__pin *pp,
 		     int *op, int *err);
 int de__check_place(de_ctx *ctx, struct de__node *n);
 void de__node_keep(de_ctx *ctx, struct de__node *n);
-void de__node_release(de_ctx *ctx, struct de__node *n, int pinned);
+void de__node_release(de_ctx *ctx, struct de__node *n, struct de__pin pin);
 enum de__files {
 	DE__FILES_NONE,		/* nothing to unlink */
 	DE__FILES_LISTED,	/* in listing order (what is left) */
 	DE__FILES_SORTED,	/* in one inode order, split when huge */
 };
 /*
- * Unlink n's files through fd, n's fd (pinned: the caller's pin, handed
- * over) or the negative errno of getting it, publish them (NS_FILES) and
- * drop n's own reference.  The end of every unlink phase (sched.c).
+ * Unlink n's files through pin, the caller's pin of n, handed over (or,
+ * not held, the negative errno of taking it), publish them (NS_FILES)
+ * and drop n's own reference.  The end of every unlink phase (sched.c).
  */
-void de__unlink_files(de_ctx *ctx, struct de__node *n, int fd, int pinned,
+void de__unlink_files(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 		      enum de__files what);
 
 /* sched.c: the parallel schedule */
-int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin);
+struct de__pin de__scan(de_ctx *ctx, struct de__node *n, void *buf,
+		       int keep_pin);
 void de__prepare_serial(de_ctx *ctx, struct de__node *n);
 void de__schedule(de_ctx *ctx, struct de__node *n);
 void de__pump(de_ctx *ctx);
@@ -553,10 +581,10 @@ void de__node_running(de_ctx *ctx, struct de__node *n);
  *               handed over (children made and scheduled: n->fl.early)
  *   POOL_GATED  on a worker, under phase-2 admission (run_phase2):
  *               hook mode, once enter_dir decided
- * pinned: the caller's pin of n, handed over (0 for the POOL kinds).
+ * pin: the caller's pin of n, handed over (none for the POOL kinds).
  */
 enum de__p2 { DE__P2_NOW, DE__P2_LEFT, DE__P2_POOL, DE__P2_POOL_GATED };
-void de__unlink_phase(de_ctx *ctx, struct de__node *n, int pinned,
+void de__unlink_phase(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 		      enum de__p2 kind);
 
 /*

@@ -159,6 +159,9 @@ void de__node_free(de_ctx *ctx, struct de__node *n)
 	int fd = -1;
 
 	de__lock(ctx);
+	/* A pin outlived by its node was never dropped.  A root's and a
+	 * set's directory's fds are the caller's. */
+	DE__ASSERT(!n->parent || n->fl.base || n->cnt.pins == 0);
 	DLIST_DEL(ctx->run.tree.live, n, links.lnext, links.lprev);
 	if (n->fl.inwin)
 		ctx->run.tree.win_live--;
@@ -341,6 +344,7 @@ int de__unpin_locked(de_ctx *ctx, struct de__node *n)
 	struct de__node *v = n;
 	int fd;
 
+	DE__ASSERT(n->cnt.pins > 0);
 	if (--n->cnt.pins > 0 || n->fd < 0 || !n->parent || n->fl.base)
 		return -1;
 	idle_del(ctx, n);
@@ -369,6 +373,38 @@ void de__node_unpin(de_ctx *ctx, struct de__node *n)
 	de__unlock(ctx);
 	if (fd >= 0)
 		close(fd);
+}
+
+/* Pin n (de__node_pin) as a value: held, or not with the errno. */
+struct de__pin de__pin_take(de_ctx *ctx, struct de__node *n, int childfd)
+{
+	struct de__pin p = { NULL, de__node_pin(ctx, n, childfd) };
+
+	if (p.fd >= 0)
+		p.n = n;
+	return p;
+}
+
+/* End pin p, held. */
+void de__pin_drop(de_ctx *ctx, struct de__pin *p)
+{
+	DE__ASSERT(p->n);
+	if (p->n)
+		de__node_unpin(ctx, p->n);
+	*p = DE__NO_PIN;
+}
+
+/* de__pin_drop() with the tree lock held: returns an fd for the caller
+ * to close once it lets the lock go, or -1. */
+int de__pin_drop_locked(de_ctx *ctx, struct de__pin *p)
+{
+	int fd = -1;
+
+	DE__ASSERT(p->n);
+	if (p->n)
+		fd = de__unpin_locked(ctx, p->n);
+	*p = DE__NO_PIN;
+	return fd;
 }
 
 /*

@@ -36,7 +36,7 @@ static void drain_cancel(de_ctx *ctx)
 				    c != ctx->run.root) {
 					c->fl.p2sub = 1;
 					pthread_mutex_unlock(&ctx->mu);
-					de__unlink_phase(ctx, c, 0,
+					de__unlink_phase(ctx, c, DE__NO_PIN,
 							 DE__P2_NOW);
 					again = 1;
 					pthread_mutex_lock(&ctx->mu);
@@ -307,7 +307,7 @@ static int remove_set(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		break;
 	case DE__M_DIRS:
 	case DE__M_ORDERED:
-		de__unlink_phase(ctx, r, 0, DE__P2_NOW);
+		de__unlink_phase(ctx, r, DE__NO_PIN, DE__P2_NOW);
 		break;
 	}
 	if (de__ordered(ctx)) {

@@ -263,29 +263,30 @@ static void read_listing(de_ctx *ctx, struct de__node *n, int fd, void *buf)
 /*
  * Open, check and read directory n (never the root).  Afterwards either
  * n->fl.skip_scan is set (res/op/err say why it is not entered) or n's listing
- * is complete, typed, and sorted canonically when ordered.  Returns 1 when
- * n is left pinned (only with keep_pin), else 0, or'd with
- * DE__SCAN_FINISH when n's phase 2 must run at once (hook mode, n not
- * entered: see below; sched.c de__scan does it).  Sets NS_SCANNED.
+ * is complete, typed, and sorted canonically when ordered.  *pin is n's
+ * pin, held with keep_pin when n was opened, for the caller.  Returns 1
+ * when n's phase 2 must run at once (hook mode, n not entered: see
+ * below; sched.c de__scan does it), else 0.  Sets NS_SCANNED.
  */
-int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
+int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin,
+		  struct de__pin *pin)
 {
 	struct de__st st;
-	int fd, pinned = 0, by_name = 0, finish;
+	int fd, by_name = 0, finish;
 	ino_t dino = 0;
 
+	*pin = DE__NO_PIN;
 	fd = open_child(ctx, n, &by_name, &dino);
 	if (fd >= 0) {
-		pinned = 1;
+		/* open_child() left n pinned: that pin. */
+		*pin = (struct de__pin){ n, fd };
 		if (!check_opened(ctx, n, fd, by_name, dino, &st)) {
 			make_writable(ctx, n, fd, &st);
 			read_listing(ctx, n, fd, buf);
 		}
 	}
-	if (pinned && !keep_pin) {
-		de__node_unpin(ctx, n);
-		pinned = 0;
-	}
+	if (pin->n && !keep_pin)
+		de__pin_drop(ctx, pin);
 	de__lock(ctx);
 	de__set_state(n, NS_SCANNED);
 	if (de__serial(ctx))
@@ -305,7 +306,7 @@ int de__scan_node(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
 		n->fl.p2sub = 1;
 	de__signal(ctx);
 	de__unlock(ctx);
-	return pinned | (finish ? DE__SCAN_FINISH : 0);
+	return finish;
 }
 
 /*

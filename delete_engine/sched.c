@@ -20,22 +20,23 @@
 #include <string.h>
 #include <unistd.h>
 
-static void phase2(de_ctx *ctx, struct de__node *n, int pinned);
+static void phase2(de_ctx *ctx, struct de__node *n, struct de__pin pin);
 
 /*
  * Scan n (scan.c); in hook mode a node it could not enter is finished
- * here at once (NS_FINAL, and n may be freed by the time this returns 0).
- * Returns 1 when n is left pinned (only with keep_pin), else 0.
+ * here at once (NS_FINAL, and n may be freed by the time this returns).
+ * Returns n's pin, held only with keep_pin, for the caller.
  */
-int de__scan(de_ctx *ctx, struct de__node *n, void *buf, int keep_pin)
+struct de__pin de__scan(de_ctx *ctx, struct de__node *n, void *buf,
+			int keep_pin)
 {
-	int rc = de__scan_node(ctx, n, buf, keep_pin);
+	struct de__pin pin;
 
-	if (rc & DE__SCAN_FINISH) {
-		phase2(ctx, n, rc & 1);		/* hands the pin over */
-		return 0;
+	if (de__scan_node(ctx, n, buf, keep_pin, &pin)) {
+		phase2(ctx, n, pin);
+		return DE__NO_PIN;
 	}
-	return rc;
+	return pin;
 }
 
 
@@ -196,14 +197,12 @@ void de__node_running(de_ctx *ctx, struct de__node *n)
  * The unlink phase of scanned node n for a schedule that unlinked its
  * files itself (global.c): unlink what is left of them, in listing
  * order, publish them and drop n's own reference.  Its children were
- * made already.  pinned: the caller's pin of n is handed over (so that
- * n's removal, if this is its last reference, reopens its parent as
- * "..").
+ * made already.  pin: the caller's pin of n, handed over (so that n's
+ * removal, if this is its last reference, reopens its parent as "..").
  */
-static void files_left(de_ctx *ctx, struct de__node *n, int pinned)
+static void files_left(de_ctx *ctx, struct de__node *n, struct de__pin pin)
 {
 	enum de__files what = DE__FILES_NONE;
-	int fd = pinned ? n->fd : -1;
 	size_t i;
 
 	for (i = 0; i < n->ls.nents; i++) {
@@ -213,24 +212,22 @@ static void files_left(de_ctx *ctx, struct de__node *n, int pinned)
 			break;
 	}
 	if (i < n->ls.nents) {
-		if (!pinned)
-			fd = de__node_pin(ctx, n, -1);
-		pinned = fd >= 0;
+		if (!pin.n)
+			pin = de__pin_take(ctx, n, -1);
 		what = DE__FILES_LISTED;
 	}
 	p2_begin(ctx, n);
-	de__unlink_files(ctx, n, fd, pinned, what);
+	de__unlink_files(ctx, n, pin, what);
 }
 
 /*
  * The unlink phase of a scanned node, on a worker (or inline): create
  * and schedule the children, unlink the non-directories (split across
  * workers when the directory is huge), then drop n's own reference.
- * pinned: n is pinned.
+ * pin: the caller's pin of n, handed over.
  */
-static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
+static void phase2(de_ctx *ctx, struct de__node *n, struct de__pin pin)
 {
-	int fd = -1;
 	/*
 	 * Read once: children made must also be scheduled.  Children made
 	 * early (run_phase2) are scheduled already, so those files must be
@@ -241,12 +238,11 @@ static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	int stop = !early && (n->fl.skip_scan || de__cancelled(ctx));
 
 	if (!stop) {
-		fd = pinned ? n->fd : de__node_pin(ctx, n, -1);
-		if (!pinned && fd >= 0)
-			pinned = 1;
+		if (!pin.n)
+			pin = de__pin_take(ctx, n, -1);
 		/* Nothing of n is removed where it left the tree; children
 		 * made early ask for themselves. */
-		if (fd >= 0 && de__check_place(ctx, n))
+		if (pin.n && de__check_place(ctx, n))
 			stop = 1;
 		else if (!early)
 			de__make_children(ctx, n);
@@ -254,7 +250,7 @@ static void phase2(de_ctx *ctx, struct de__node *n, int pinned)
 	p2_begin(ctx, n);
 	if (!stop && !early)
 		schedule_children(ctx, n);
-	de__unlink_files(ctx, n, fd, pinned,
+	de__unlink_files(ctx, n, pin,
 			 stop ? DE__FILES_NONE : DE__FILES_SORTED);
 }
 
@@ -327,10 +323,10 @@ static struct de__node *read_ahead(de_ctx *ctx, struct de__node *n)
  * Phase 2 of n, then of every node on the ready queue, until it is empty;
  * the caller counted itself in sched.p2_active, which this leaves.
  */
-static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
+static void unlink_ready(de_ctx *ctx, struct de__node *n, struct de__pin pin)
 {
 	for (;;) {
-		phase2(ctx, n, pinned);
+		phase2(ctx, n, pin);
 		de__lock(ctx);
 		n = ctx->sched.ready;
 		if (!n) {
@@ -347,13 +343,13 @@ static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
 		__atomic_store_n(&ctx->sched.ready_ents, ctx->sched.ready_ents - n->ls.nents,
 				 __ATOMIC_RELAXED);
 		n->links.rnext = NULL;
-		pinned = n->links.rpinned;
+		pin = de__pin_move(&n->links.rpin);
 		de__unlock(ctx);
 	}
 }
 
 /*
- * Phase 2 of scanned node n (pinned: n is pinned), under phase-2
+ * Phase 2 of scanned node n (pin: the caller's, handed over), under phase-2
  * admission.  A thread may start unlinking when no other thread is, or
  * when at least ctx->run.plan.p2_gate directory tasks are queued (the tree is wide
  * here: there is independent work for every worker).  Otherwise n goes on
@@ -377,7 +373,7 @@ static void unlink_ready(de_ctx *ctx, struct de__node *n, int pinned)
  * reader unlinks it itself).  Returns the child to scan next, or NULL.
  */
 static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
-				   int pinned)
+				   struct de__pin pin)
 {
 	unsigned gate = ctx->run.plan.p2_gate;
 	struct de__node *c = read_ahead(ctx, n);
@@ -398,10 +394,10 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 		if (ctx->run.plan.p2_help && !n->fl.early &&
 		    ctx->sched.nready >= ctx->run.plan.ahead_max) {
 			de__unlock(ctx);
-			phase2(ctx, n, pinned);
+			phase2(ctx, n, pin);
 			return NULL;
 		}
-		n->links.rpinned = pinned;
+		n->links.rpin = de__pin_move(&pin);
 		FIFO_APPEND(ctx->sched.ready, ctx->sched.ready_tail, n, links.rnext);
 		__atomic_store_n(&ctx->sched.nready, ctx->sched.nready + 1,
 				 __ATOMIC_RELAXED);
@@ -423,7 +419,7 @@ static struct de__node *run_phase2(de_ctx *ctx, struct de__node *n,
 	de__unlock(ctx);
 	if (c)
 		de__schedule(ctx, c);
-	unlink_ready(ctx, n, pinned);
+	unlink_ready(ctx, n, pin);
 	return NULL;
 }
 
@@ -435,13 +431,12 @@ void de__task(struct de__work *w, void *buf)
 {
 	struct de__node *n = DE__NODE_OF(w);
 	de_ctx *ctx = n->ctx;
-	int pinned;
 
 	de__lock(ctx);
 	de__set_state(n, NS_RUNNING);
 	de__unlock(ctx);
 	if (de__serial(ctx) || ctx->run.plan.dir_hooks) {
-		de__scan(ctx, n, buf, 0);
+		(void)de__scan(ctx, n, buf, 0);	/* no pin kept */
 		return;
 	}
 	/*
@@ -451,20 +446,18 @@ void de__task(struct de__work *w, void *buf)
 	 * calls to make.  It bypasses the gate instead.
 	 */
 	if (de__is_caller(ctx)) {
-		pinned = de__scan(ctx, n, buf, 1);
-		phase2(ctx, n, pinned);
+		phase2(ctx, n, de__scan(ctx, n, buf, 1));
 		return;
 	}
-	do {
-		pinned = de__scan(ctx, n, buf, 1);
-		n = run_phase2(ctx, n, pinned);
-	} while (n);
+	do
+		n = run_phase2(ctx, n, de__scan(ctx, n, buf, 1));
+	while (n);
 }
 
 static void pool_now_task(struct de__work *w, void *buf)
 {
 	(void)buf;
-	phase2(DE__NODE_OF(w)->ctx, DE__NODE_OF(w), 0);
+	phase2(DE__NODE_OF(w)->ctx, DE__NODE_OF(w), DE__NO_PIN);
 }
 
 static void pool_gated_task(struct de__work *w, void *buf)
@@ -472,19 +465,20 @@ static void pool_gated_task(struct de__work *w, void *buf)
 	(void)buf;
 	/* Hook mode: run_phase2 never makes children early, so it never
 	 * hands one back here. */
-	(void)run_phase2(DE__NODE_OF(w)->ctx, DE__NODE_OF(w), 0);
+	(void)run_phase2(DE__NODE_OF(w)->ctx, DE__NODE_OF(w), DE__NO_PIN);
 }
 
 /* See internal.h. */
-void de__unlink_phase(de_ctx *ctx, struct de__node *n, int pinned,
+void de__unlink_phase(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 		      enum de__p2 kind)
 {
+	DE__ASSERT(!pin.n || (pin.n == n && kind <= DE__P2_LEFT));
 	switch (kind) {
 	case DE__P2_NOW:
-		phase2(ctx, n, pinned);
+		phase2(ctx, n, pin);
 		break;
 	case DE__P2_LEFT:
-		files_left(ctx, n, pinned);
+		files_left(ctx, n, pin);
 		break;
 	case DE__P2_POOL:
 		n->work.fn = pool_now_task;

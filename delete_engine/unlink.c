@@ -23,6 +23,7 @@
 struct chunk {
 	struct de__work work;
 	struct de__node *node;
+	struct de__pin pin;	/* of node, the chunk's own */
 	uint32_t *idx;		/* shared; freed by the last chunk */
 	size_t start, n;
 };
@@ -107,20 +108,20 @@ int de__unlink_ent(de_ctx *ctx, struct de__node *n, int fd,
  * way: the last reference (de__node_release) and the calling thread in a
  * serial run (walk.c serial_dir).
  */
-int de__rmdir_node(de_ctx *ctx, struct de__node *n, int nfd, int *ppinned,
-		   int *op, int *err)
+int de__rmdir_node(de_ctx *ctx, struct de__node *n, const struct de__pin *np,
+		   struct de__pin *pp, int *op, int *err)
 {
-	int pfd, rc, res;
+	int rc, res;
 
 	/* It left the tree (de__check_place): its name there, if any, is
 	 * now another's. */
 	if (__atomic_load_n(&n->fl.placed, __ATOMIC_ACQUIRE) == 2) {
-		*ppinned = 0;
+		*pp = DE__NO_PIN;
 		return DE_R_VANISHED;
 	}
-	pfd = de__node_pin(ctx, n->parent, nfd);
-	*ppinned = pfd >= 0;
-	rc = pfd < 0 ? pfd : de__remove_at(ctx, pfd, n->name, AT_REMOVEDIR, 1);
+	*pp = de__pin_take(ctx, n->parent, np && np->n ? np->fd : -1);
+	rc = !pp->n ? pp->fd :
+	     de__remove_at(ctx, pp->fd, n->name, AT_REMOVEDIR, 1);
 	res = de__rm_result(rc, err);
 	if (res == DE_R_FAILED)
 		*op = DE_OP_RMDIR;
@@ -149,18 +150,18 @@ int de__unopened_for_perm(const struct de__node *n)
  * the open's failure stands.  The parent is left pinned for the caller
  * when *ppinned says so, as by de__rmdir_node().
  */
-int de__rmdir_unread(de_ctx *ctx, struct de__node *n, int *ppinned,
+int de__rmdir_unread(de_ctx *ctx, struct de__node *n, struct de__pin *pp,
 		     int *op, int *err)
 {
 	int rop = 0, rerr = 0, res;
 
-	*ppinned = 0;
+	*pp = DE__NO_PIN;
 	*op = n->op;
 	*err = n->err;
 	if (!de__unopened_for_perm(n) || (ctx->run.flags & DE_F_DRY_RUN) ||
 	    de__cancelled(ctx))
 		return n->res;
-	res = de__rmdir_node(ctx, n, -1, ppinned, &rop, &rerr);
+	res = de__rmdir_node(ctx, n, NULL, pp, &rop, &rerr);
 	if (res == DE_R_VANISHED) {
 		*op = 0;
 		*err = 0;
@@ -331,18 +332,13 @@ static void chunk_task(struct de__work *w, void *buf)
 {
 	struct chunk *c = (void *)((char *)w - offsetof(struct chunk, work));
 	struct de__node *n = c->node;
-	de_ctx *ctx = n->ctx;
-	int fd;
+	struct de__pin pin = de__pin_move(&c->pin);
 
 	(void)buf;
-	/* The submitter pinned n for us, so its fd is open. */
-	de__lock(ctx);
-	fd = n->fd;
-	de__unlock(ctx);
-	unlink_range(ctx, n, fd, c->idx + c->start, c->n);
-	files_done(ctx, n, c->idx);
+	unlink_range(n->ctx, n, pin.fd, c->idx + c->start, c->n);
+	files_done(n->ctx, n, c->idx);
 	free(c);
-	de__node_release(ctx, n, 1);
+	de__node_release(n->ctx, n, pin);
 }
 
 /*
@@ -395,10 +391,10 @@ static int want_split(de_ctx *ctx, size_t k)
 }
 
 /*
- * Hand all but the first chunk of n's files (idx, k of them, on fd) to
- * the pool; returns how many the caller unlinks itself.  Each chunk holds
- * a reference and a pin of n; a chunk that cannot be allocated is
- * unlinked here.
+ * Hand all but the first chunk of n's files (idx, k of them, on fd,
+ * pinned) to the pool; returns how many the caller unlinks itself.  Each
+ * chunk holds a reference and a pin of n, of its own; a chunk that
+ * cannot be allocated is unlinked here.
  */
 static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 			  uint32_t *idx, size_t k)
@@ -430,6 +426,7 @@ static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 			de__unlock(ctx);
 		} else {
 			c->node = n;
+			c->pin = (struct de__pin){ n, fd };
 			c->idx = idx;
 			c->start = start;
 			c->n = cnt;
@@ -442,17 +439,18 @@ static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 }
 
 /*
- * Drop one reference of n (pinned: the caller holds a pin on n, which is
- * handed over).  The last reference removes n from its parent, publishes
- * NS_FINAL and continues with the parent.
+ * Drop one reference of n, and pin, the caller's pin of n if held,
+ * handed over.  The last reference removes n from its parent, publishes
+ * NS_FINAL and continues with the parent, with the pin of it the rmdir
+ * took.
  */
-void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
+void de__node_release(de_ctx *ctx, struct de__node *n, struct de__pin pin)
 {
+	DE__ASSERT(!pin.n || pin.n == n);
 	for (;;) {
 		struct de__node *p = n->parent;
-		int last, ppinned = 0, res, op = 0, err = 0;
-
-		int cfd = -1;
+		struct de__pin ppin = DE__NO_PIN;
+		int last, res, op = 0, err = 0, cfd = -1;
 
 		/*
 		 * Unpin in the same critical section: once the lock is
@@ -461,8 +459,8 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		 */
 		de__lock(ctx);
 		last = --n->cnt.refs == 0;
-		if (!last && pinned)
-			cfd = de__unpin_locked(ctx, n);
+		if (!last && pin.n)
+			cfd = de__pin_drop_locked(ctx, &pin);
 		de__unlock(ctx);
 		if (!last) {
 			if (cfd >= 0)
@@ -470,6 +468,10 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 			return;
 		}
 		if (!p) {
+			/* The root's fd is the caller's: its pin only
+			 * counts. */
+			if (pin.n)
+				de__pin_drop(ctx, &pin);
 			de__lock(ctx);
 			de__set_state(n, NS_FINAL);
 			de__wake(ctx);
@@ -477,17 +479,16 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 			return;
 		}
 		if (n->fl.skip_scan) {
-			res = de__rmdir_unread(ctx, n, &ppinned, &op, &err);
+			res = de__rmdir_unread(ctx, n, &ppin, &op, &err);
 		} else if (de__cancelled(ctx)) {
 			res = DE_R_SKIPPED;
 		} else if (n->cnt.kept) {
 			res = DE_R_NOT_EMPTY;
 		} else {
-			res = de__rmdir_node(ctx, n, pinned ? n->fd : -1,
-					     &ppinned, &op, &err);
+			res = de__rmdir_node(ctx, n, &pin, &ppin, &op, &err);
 		}
-		if (pinned)
-			de__node_unpin(ctx, n);
+		if (pin.n)
+			de__pin_drop(ctx, &pin);
 		de__lock(ctx);
 		n->res = (uint8_t)res;
 		n->op = (uint8_t)op;
@@ -501,12 +502,12 @@ void de__node_release(de_ctx *ctx, struct de__node *n, int pinned)
 		de__unlock(ctx);
 		/* n may be freed by the emitter from here on. */
 		n = p;
-		pinned = ppinned;
+		pin = de__pin_move(&ppin);
 	}
 }
 
 /* See internal.h. */
-void de__unlink_files(de_ctx *ctx, struct de__node *n, int fd, int pinned,
+void de__unlink_files(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 		      enum de__files what)
 {
 	uint32_t *idx = NULL;
@@ -514,16 +515,16 @@ void de__unlink_files(de_ctx *ctx, struct de__node *n, int fd, int pinned,
 
 	if (what == DE__FILES_NONE) {
 		/* Nothing of n to unlink. */
-	} else if (fd < 0) {
-		unreachable_files(ctx, n, fd);
+	} else if (!pin.n) {
+		unreachable_files(ctx, n, pin.fd);
 	} else if (what == DE__FILES_SORTED) {
 		idx = de__inode_order(n, &k);
 		if (idx && want_split(ctx, k))
-			k = split_files(ctx, n, fd, idx, k);
-		unlink_range(ctx, n, fd, idx, k);
+			k = split_files(ctx, n, pin.fd, idx, k);
+		unlink_range(ctx, n, pin.fd, idx, k);
 	} else {
-		unlink_range(ctx, n, fd, NULL, 0);
+		unlink_range(ctx, n, pin.fd, NULL, 0);
 	}
 	files_done(ctx, n, idx);
-	de__node_release(ctx, n, pinned);
+	de__node_release(ctx, n, pin);
 }

@@ -213,12 +213,12 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		res = DE_R_SKIPPED;
 		ctx->run.limit.hit = 1;
 	} else if (c->fl.skip_scan) {
-		int ppinned;
+		struct de__pin pp;
 
-		/* An unopened one may be empty (sched.c). */
-		res = de__rmdir_unread(ctx, c, &ppinned, &op, &err);
-		if (ppinned)
-			de__node_unpin(ctx, p);
+		/* An unopened one may be empty (unlink.c). */
+		res = de__rmdir_unread(ctx, c, &pp, &op, &err);
+		if (pp.n)
+			de__pin_drop(ctx, &pp);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
 	} else if (c->cnt.kept) {
@@ -227,23 +227,23 @@ static void serial_dir(de_ctx *ctx, struct de__node *c)
 		res = DE_R_REMOVED;
 		limit_take(ctx);
 	} else {
-		int cfd = -1, ppinned;
+		struct de__pin cp = DE__NO_PIN, pp;
 
 		/* c's fd, if still held, reopens the parent as "..". */
 		pthread_mutex_lock(&ctx->mu);
 		if (c->fd >= 0) {
 			c->cnt.pins++;
-			cfd = c->fd;
+			cp = (struct de__pin){ c, c->fd };
 		}
 		pthread_mutex_unlock(&ctx->mu);
-		res = de__rmdir_node(ctx, c, cfd, &ppinned, &op, &err);
+		res = de__rmdir_node(ctx, c, &cp, &pp, &op, &err);
 		/* c first, so that p, which the walk uses next, is the
 		 * most recently used fd: over budget, the fd cache
 		 * closes the least recently used idle one (node.c). */
-		if (cfd >= 0)
-			de__node_unpin(ctx, c);
-		if (ppinned)
-			de__node_unpin(ctx, p);
+		if (cp.n)
+			de__pin_drop(ctx, &cp);
+		if (pp.n)
+			de__pin_drop(ctx, &pp);
 		if (res == DE_R_REMOVED)
 			limit_take(ctx);
 	}
@@ -410,7 +410,7 @@ static void walk_enter(de_ctx *ctx, struct de__node *n)
 	if (de__serial(ctx))
 		de__prepare_serial(ctx, n);
 	else if (ctx->run.plan.dir_hooks && !ctx->run.walk.batch)
-		de__unlink_phase(ctx, n, 0, DE__P2_POOL_GATED);
+		de__unlink_phase(ctx, n, DE__NO_PIN, DE__P2_POOL_GATED);
 }
 
 /* The batch walk's turn of entry i of n: its subtree walked, then the
