@@ -80,7 +80,7 @@ struct de_config {
 	 * With rate: removals come in bursts of this many, back to back,
 	 * each burst rate_burst / rate seconds after the last (0 or 1: evenly
 	 * spaced).  Bursts journal each metadata block once rather than in
-	 * every commit (README.md, "Heuristics").
+	 * every commit (pace.c).
 	 */
 	unsigned rate_burst;
 	/*
@@ -103,8 +103,7 @@ struct de_config {
 	/*
 	 * With adaptive and a signal: for this many milliseconds after
 	 * others start waiting, no removals at all; rate_busy (or rate)
-	 * applies only while they wait longer (0: at once).  Why: README.md,
-	 * "Heuristics".
+	 * applies only while they wait longer (0: at once).  Why: pace.c.
 	 */
 	unsigned yield_ms;
 	/*

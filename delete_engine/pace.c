@@ -19,9 +19,47 @@
  * within about a second of the others' end.  At full speed the signal is
  * read every DE__PACE_LOOK_NS, and a jump in it brings a window at once.
  *
- * Why bursts, why 100 a second while others wait and why yield first:
- * delete_engine/README.md, "Heuristics"; the measurements are in
- * docs/BENCHMARKS.md, "Polite deletion".
+ * Why the pace is what it is (the numbers: tunables.h; the measurements:
+ * docs/BENCHMARKS.md, "Polite deletion"):
+ *
+ * Bursts (rate_burst).  On ext4 next to a writer that syncs, every
+ * journal commit writes each metadata block (bitmaps, group
+ * descriptors, inode-table and directory blocks) that the removals
+ * since the last commit touched.  Removals spread evenly over the
+ * writer's many commits journal the same blocks again and again;
+ * bunched into one commit, once.
+ *
+ * Pressure, read in quiet windows (adaptive).  Linux's I/O pressure
+ * (PSI) is the time some task waited for I/O: a writer that syncs
+ * waits nearly all the time, so others' need for the disk shows at
+ * once.  The engine's own latency (LEDBAT's idea) cannot see that
+ * writer where reads and writes are served apart (the throttled test
+ * device; a disk with a write cache).  PSI counts the deletion's own
+ * waits too, so the pacer stops all removals for a short window and
+ * reads the pressure of that window: others' alone.  A window comes
+ * first, so a deletion next to a writer never starts at full speed,
+ * and at once when the pressure grows while the deletion runs free.
+ * After a first busy window the next comes soon, so that full speed is
+ * back at once when all that waited was the deletion's own write-back
+ * still under way (xfs's log writes on a loop device wait in the
+ * loop's worker thread, which PSI counts).
+ *
+ * A lower pace while others wait (rate_busy).  The pace counts
+ * removals, not what they cost the disk, and most of that cost, the
+ * metadata they dirty, is written back later by the flusher, where a
+ * pace cannot see it; a burst of that write-back can stall a writer on
+ * an IOPS-bound disk for a second.  Counted in full, write-back
+ * included, the pace kept where there is no signal costs a waiting
+ * writer too much, so the pace while others wait is lower.  Pacing by
+ * the time of a syncfs() after each burst was tried and dropped: the
+ * throttle, it seems, lets the write-back through and charges it to
+ * the writer's next I/O, so its latency is not its cost.
+ *
+ * Yield first (yield_ms).  Even the slow pace leaves a writer
+ * write-back to wait for at its end; a deletion that removes nothing
+ * through a short spell of others' I/O leaves none.  So the slow pace
+ * is for the longer spells.  The price: a deletion next to longer I/O
+ * starts that much later.
  *
  * The pacer's state (struct de__pacer) is this file's alone.  Lock
  * rules: its mu protects its fields; nothing else is taken while it is
