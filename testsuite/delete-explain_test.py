@@ -8,7 +8,7 @@ takes the global windows on a local file system, -v with
 limit with --delete-schedule=global takes the batch walk, and a dry run
 the serial walk.  A sync that calls the engine once per directory prints
 its plan once, as the line does not change.  Without --debug=del no such
-line is printed, and the other lines are the same.
+line is printed, and the other lines are the same; -vv, which implies --debug=del's level, prints no plan.
 """
 
 import os
@@ -48,12 +48,14 @@ def lines(out):
             if line and not line.startswith('sent ')]
 
 
-def plans(label, opts, src=empty, want_rc=0):
-    """Run a deletion into mnt/dst with --debug=del; return its plan
-    lines, after checking that the run without it prints the rest."""
+def plans(label, opts, src=empty, want_rc=0, debug=True):
+    """Run a deletion into mnt/dst with --debug=del (debug) and return
+    its plan lines, after checking that the run without it prints the
+    rest."""
     dst = mnt / 'dst'
     seed(dst)
-    p = run(fork + opts + ['--debug=del', f'{src}/', f'{dst}/'])
+    p = run(fork + opts + (['--debug=del'] if debug else []) +
+            [f'{src}/', f'{dst}/'])
     if p.returncode != want_rc:
         test_fail(f'{label}: exit {p.returncode}, want {want_rc}: {p.stderr}')
     seed(dst)
@@ -82,6 +84,13 @@ want('limit', plans('limit', ['-r', '--delete-only', '--max-delete=100',
      contains=(', a limit',))
 want('dry run', plans('dry run', ['-rn', '--delete-only']),
      'ext4: serial walk (a dry run decides entry by entry); ')
+# -vv implies --debug=del's level, and its output stays stock's: only a
+# --debug that names del prints the plan.
+if plans('-vv', ['-rvv', '--delete-only'], debug=False):
+    test_fail('-vv printed a plan line')
+want('-vv --debug=del', plans('-vv --debug=del', ['-rvv', '--delete-only']),
+     'ext4: batch walk (global windows, reports in order) (a local file '
+     'system); ')
 
 # A sync: the source keeps the directories and lacks their files, so the
 # engine is called for each directory's extraneous files; one line.
