@@ -564,6 +564,43 @@ static int dot_or_dotdot(const char *path)
 }
 
 /*
+ * --preserve-root=all: GNU's check, by "operand/..": a mount point or
+ * another device's directory named directly is refused.  Returns 1
+ * having said why, else 0.
+ */
+static int other_device(const char *operand, const char *shown_name,
+			const struct stat *st)
+{
+	size_t len = strlen(operand);
+	char *parent = malloc(len + 4);
+	struct stat up;
+	int failed = !parent;
+
+	if (parent) {
+		memcpy(parent, operand, len);
+		strcpy(parent + len, len && operand[len - 1] == '/' ?
+		       ".." : "/..");
+		failed = lstat(parent, &up) != 0;
+	}
+	if (failed) {
+		fflush(stdout);
+		fprintf(stderr, "%s: failed to stat ", prog);
+		quote(stderr, parent ? parent : "..");
+		fputs(": skipping ", stderr);
+		quote(stderr, operand);
+		putc('\n', stderr);
+	} else if (up.st_dev != st->st_dev) {
+		say("skipping ", shown_name,
+		    ", since it's on a different device", 0);
+		fprintf(stderr, "%s: and --preserve-root=all is in "
+			"effect\n", prog);
+		failed = 1;
+	}
+	free(parent);
+	return failed;
+}
+
+/*
  * A directory operand's checks before anything is removed, rm_fts()'s
  * for FTS_D at the root level.  Returns 0 to go on, 1 having said why not.
  */
@@ -571,7 +608,7 @@ static int dir_refused(const struct rm_opts *x, const char *operand,
 		       const char *shown_name, const struct stat *st,
 		       int parentfd, const char *base)
 {
-	struct stat root, up;
+	struct stat root;
 
 	if (!x->recursive &&
 	    !(x->remove_empty_dirs && is_empty_dir(parentfd, base))) {
@@ -599,38 +636,8 @@ static int dir_refused(const struct rm_opts *x, const char *operand,
 			"failsafe\n", prog);
 		return 1;
 	}
-	if (x->preserve_all_root) {
-		/* GNU's check, by "operand/..": a mount point or another
-		 * device's directory named directly is refused. */
-		size_t len = strlen(operand);
-		char *parent = malloc(len + 4);
-		int failed = !parent;
-
-		if (parent) {
-			memcpy(parent, operand, len);
-			strcpy(parent + len, len && operand[len - 1] == '/' ?
-			       ".." : "/..");
-			failed = lstat(parent, &up) != 0;
-		}
-		if (failed) {
-			fflush(stdout);
-			fprintf(stderr, "%s: failed to stat ", prog);
-			quote(stderr, parent ? parent : "..");
-			fputs(": skipping ", stderr);
-			quote(stderr, operand);
-			putc('\n', stderr);
-		} else if (up.st_dev != st->st_dev) {
-			say("skipping ", shown_name,
-			    ", since it's on a different device", 0);
-			fprintf(stderr, "%s: and --preserve-root=all is in "
-				"effect\n", prog);
-			failed = 1;
-		}
-		free(parent);
-		if (failed)
-			return 1;
-	}
-	return 0;
+	return x->preserve_all_root &&
+	       other_device(operand, shown_name, st);
 }
 
 /* -d without -r: an empty directory operand, by one rmdir. */
@@ -658,6 +665,107 @@ static int remove_empty_dir(const struct rm_opts *x, int parentfd,
 }
 
 /*
+ * An operand with a trailing slash that is not a directory: a file, or a
+ * symlink to one, is "Not a directory" (and kept), and "link/" names the
+ * directory a symlink points to, which GNU rm empties.  Nothing here
+ * follows a symlink.  Returns remove_one()'s value.
+ */
+static int slash_refused(const struct rm_opts *x, const char *operand,
+			 const char *show)
+{
+	struct stat follow;
+	int err = stat(operand, &follow) < 0 ? errno :
+		  !S_ISDIR(follow.st_mode) ? ENOTDIR : 0;
+
+	if (!err) {
+		say("cannot remove ", show, " (a symlink to a directory:"
+		    " name it without the trailing slash to remove the"
+		    " link)", 0);
+		return 1;
+	}
+	if (!ignorable(x, err)) {
+		say("cannot remove ", show, NULL, err);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Open the directory that holds top (a path without trailing slashes),
+ * to name entries in, and point *base at top's last name ("." for "/").
+ * Returns the fd, or -1 with errno set.
+ */
+static int open_parent(char *top, char **base)
+{
+	char *dir, *b = strrchr(top, '/');
+	int dfd, err;
+
+	if (b && b != top) {
+		dir = strndup(top, (size_t)(b - top));
+		b++;
+	} else if (b) {
+		dir = strdup("/");
+		b++;
+	} else {
+		dir = strdup(".");
+		b = top;
+	}
+	if (!dir) {
+		fprintf(stderr, "%s: %s\n", prog, de_strerror(ENOMEM));
+		exit(1);
+	}
+	/* "/" itself, or a name of slashes. */
+	*base = *b ? b : ".";
+	dfd = open(dir, PARENT_OPEN);
+	err = errno;
+	free(dir);
+	errno = err;
+	return dfd;
+}
+
+/* The engine's removal of base, inside dfd, whose lstat is st, as the
+ * operand o shows it.  Returns remove_one()'s value. */
+static int engine_remove(de_ctx *ctx, struct out *o, int dfd,
+			 const char *base, const struct stat *st)
+{
+	const struct rm_opts *x = o->x;
+	struct de_hooks h;
+	struct de_target t;
+	int rc;
+
+	o->toplen = strlen(base);
+	memset(&h, 0, sizeof h);
+	h.arg = o;
+	h.report = report;
+	if (may_prompt(x)) {
+		h.dispose = ask_file;
+		h.ask_dir = ask_dir;
+	}
+	/* Quiet: only failures are reported. */
+	if (!x->verbose && !x->dry)
+		h.skip_results = (1u << DE_R_REMOVED) | (1u << DE_R_VANISHED) |
+				 (1u << DE_R_NOT_EMPTY) | (1u << DE_R_KEPT);
+	t.name = base;
+	t.type = de_type_of_mode(st->st_mode);
+	t.ino = st->st_ino;
+	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
+#ifdef DE_RM_MEASURE
+	if (x->explain) {
+		char plan[256];
+
+		if (de_explain(ctx, plan, sizeof(plan)) >= 0)
+			fprintf(stderr, "%s: plan for %s: %s\n", prog,
+				o->shown, plan);
+	}
+#endif
+	if (rc && rc != -EIO && rc != -EDQUOT) {
+		say("cannot remove ", o->shown, NULL, -rc);
+		return 1;
+	}
+	return o->failed != 0;
+}
+
+/*
  * Remove one operand.  Returns 0 when it is gone (or, with -f, was never
  * there), 1 otherwise, having said why.
  */
@@ -665,15 +773,15 @@ static int remove_one(de_ctx *ctx, const char *operand,
 		      const struct rm_opts *x)
 {
 	struct out o = { .x = x };
-	struct de_hooks h;
-	struct de_target t;
 	struct stat st;
-	char *top, *show, *dir, *base;
+	char *top, *show, *base;
 	size_t len, oplen = strlen(operand);
-	int dfd = -1, rc, ret = 1, slash;
+	int dfd = -1, ret = 1, slash;
 
-	if (!(top = strdup(operand)) || !(show = malloc(oplen + 1)))
-		goto nomem;
+	if (!(top = strdup(operand)) || !(show = malloc(oplen + 1))) {
+		fprintf(stderr, "%s: %s\n", prog, de_strerror(ENOMEM));
+		exit(1);
+	}
 	len = oplen;
 	while (len > 1 && top[len - 1] == '/')
 		top[--len] = '\0';
@@ -689,99 +797,24 @@ static int remove_one(de_ctx *ctx, const char *operand,
 			say("cannot remove ", show, NULL, errno);
 		else
 			ret = 0;
-		goto out;
-	}
-	/* With a trailing slash the operand names a directory: a file, or
-	 * a symlink to one, is "Not a directory" (and kept), and "link/"
-	 * names the directory a symlink points to, which GNU rm empties.
-	 * Nothing here follows a symlink. */
-	if (slash && !S_ISDIR(st.st_mode)) {
-		struct stat follow;
-
-		int err = stat(operand, &follow) < 0 ? errno :
-			  !S_ISDIR(follow.st_mode) ? ENOTDIR : 0;
-
-		if (!err) {
-			say("cannot remove ", show, " (a symlink to a directory:"
-			    " name it without the trailing slash to remove the"
-			    " link)", 0);
-		} else if (!ignorable(x, err)) {
-			say("cannot remove ", show, NULL, err);
-		} else {
-			ret = 0;
-		}
-		goto out;
-	}
-	base = strrchr(top, '/');
-	if (base && base != top) {
-		dir = strndup(top, (size_t)(base - top));
-		base++;
-	} else if (base) {
-		dir = strdup("/");
-		base++;
-	} else {
-		dir = strdup(".");
-		base = top;
-	}
-	if (!dir)
-		goto nomem;
-	if (!*base) {
-		/* "/" itself, or a name of slashes. */
-		base = ".";
-	}
-	dfd = open(dir, PARENT_OPEN);
-	free(dir);
-	if (dfd < 0) {
+	} else if (slash && !S_ISDIR(st.st_mode)) {
+		ret = slash_refused(x, operand, show);
+	} else if ((dfd = open_parent(top, &base)) < 0) {
 		say("cannot remove ", show, NULL, errno);
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode) &&
-	    dir_refused(x, operand, show, &st, dfd, base))
-		goto out;
-	if (S_ISDIR(st.st_mode) && !x->recursive) {
+	} else if (S_ISDIR(st.st_mode) &&
+		   dir_refused(x, operand, show, &st, dfd, base)) {
+		/* said why */
+	} else if (S_ISDIR(st.st_mode) && !x->recursive) {
 		ret = remove_empty_dir(x, dfd, base, show);
-		goto out;
+	} else {
+		ret = engine_remove(ctx, &o, dfd, base, &st);
 	}
-	o.toplen = strlen(base);
-	memset(&h, 0, sizeof h);
-	h.arg = &o;
-	h.report = report;
-	if (may_prompt(x)) {
-		h.dispose = ask_file;
-		h.ask_dir = ask_dir;
-	}
-	/* Quiet: only failures are reported. */
-	if (!x->verbose && !x->dry)
-		h.skip_results = (1u << DE_R_REMOVED) | (1u << DE_R_VANISHED) |
-				 (1u << DE_R_NOT_EMPTY) | (1u << DE_R_KEPT);
-	t.name = base;
-	t.type = de_type_of_mode(st.st_mode);
-	t.ino = st.st_ino;
-	rc = de_remove(ctx, dfd, &t, 1, &h, NULL, NULL);
-#ifdef DE_RM_MEASURE
-	if (x->explain) {
-		char plan[256];
-
-		if (de_explain(ctx, plan, sizeof(plan)) >= 0)
-			fprintf(stderr, "%s: plan for %s: %s\n", prog, show,
-				plan);
-	}
-#endif
-	if (rc && rc != -EIO && rc != -EDQUOT) {
-		say("cannot remove ", show, NULL, -rc);
-	} else if (!o.failed) {
-		ret = 0;
-	}
-out:
 	if (dfd >= 0)
 		close(dfd);
 	free(o.buf);
 	free(show);
 	free(top);
 	return ret;
-nomem:
-	fprintf(stderr, "%s: %s\n", prog, de_strerror(ENOMEM));
-	exit(1);
 }
 
 /* rm.c's diagnose_leading_hyphen(): an unknown option that is a file. */
@@ -803,16 +836,126 @@ static void diagnose_leading_hyphen(int argc, char **argv)
 	}
 }
 
+/* What the command line sets besides rm's own options (struct rm_opts). */
+struct cmdline {
+	struct de_config cfg;
+	int polite;		/* --polite, RSYNC_RM_POLITE */
+	int prompt_once;	/* -I, --interactive=once */
+	size_t win_blocks;	/* de-rm -W */
+};
+
+/* de-rm's measuring switches: 1 if c is one (set in cl and x). */
+static int measure_option(int c, struct cmdline *cl, struct rm_opts *x)
+{
+#ifdef DE_RM_MEASURE
+	switch (c) {
+	case 'j': cl->cfg.threads = (unsigned)atoi(optarg); return 1;
+	case 'n': cl->cfg.flags |= DE_F_DRY_RUN; x->dry = 1; return 1;
+	case 'o': cl->cfg.flags |= DE_F_ORDERED; return 1;
+	case 'x': x->one_fs = 1; return 1;
+	case 'w': cl->cfg.flags |= DE_F_MAKE_WRITABLE; return 1;
+	case 'S': cl->cfg.flags |= DE_F_NO_SPLIT; return 1;
+	case 'A': cl->cfg.flags |= DE_F_NO_P2_GATE; return 1;
+	case 'a': cl->cfg.flags |= DE_F_P2_GATE; return 1;
+	case 'N': cl->cfg.flags |= DE_F_NO_INODE_SORT; return 1;
+	case 'O': cl->cfg.flags |= DE_F_INODE_SORT; return 1;
+	case 'G': cl->cfg.schedule = DE_SCHED_GLOBAL; return 1;
+	case 'D': cl->cfg.schedule = DE_SCHED_DIRS; return 1;
+	case 'W': cl->win_blocks = (size_t)atol(optarg); return 1;
+	case OPT_RATE: cl->cfg.rate = (unsigned)atoi(optarg); return 1;
+	case OPT_BURST: cl->cfg.rate_burst = (unsigned)atoi(optarg); return 1;
+	case OPT_EXPLAIN: x->explain = 1; return 1;
+	}
+#endif
+	(void)c;
+	(void)cl;
+	(void)x;
+	return 0;
+}
+
+/* --preserve-root[=all] and --no-preserve-root, which rm will not take
+ * abbreviated. */
+static void root_option(int c, char **argv, struct rm_opts *x)
+{
+	if (c == OPT_PRESERVE_ROOT) {
+		if (optarg && strcmp(optarg, "all")) {
+			fprintf(stderr, "%s: unrecognized --preserve-root "
+				"argument: ", prog);
+			quote(stderr, optarg);
+			putc('\n', stderr);
+			exit(1);
+		}
+		x->preserve_root = 1;
+		x->preserve_all_root = optarg != NULL;
+		return;
+	}
+	if (strcmp(argv[optind - 1], "--no-preserve-root")) {
+		fprintf(stderr, "%s: you may not abbreviate the "
+			"--no-preserve-root option\n", prog);
+		exit(1);
+	}
+	x->preserve_root = 0;
+}
+
+/* Option c of getopt_long()'s, into cl and x; an unknown one ends the
+ * run, as rm's do. */
+static void rm_option(int c, int argc, char **argv, struct cmdline *cl,
+		      struct rm_opts *x)
+{
+	switch (c) {
+	case 'd': x->remove_empty_dirs = 1; break;
+	case 'f':
+		x->interactive = RMI_NEVER;
+		x->ignore_missing = 1;
+		cl->prompt_once = 0;
+		break;
+	case 'i':
+		x->interactive = RMI_ALWAYS;
+		x->ignore_missing = 0;
+		cl->prompt_once = 0;
+		break;
+	case 'I':
+		x->interactive = RMI_SOMETIMES;
+		x->ignore_missing = 0;
+		cl->prompt_once = 1;
+		break;
+	case 'r': case 'R': x->recursive = 1; break;
+	case 'v': x->verbose = 1; break;
+	case OPT_INTERACTIVE: {
+		enum interactive w = optarg ? interactive_arg(optarg) :
+			RMI_ALWAYS;
+
+		cl->prompt_once = w == RMI_SOMETIMES;
+		x->interactive = w;
+		if (w != RMI_NEVER)
+			x->ignore_missing = 0;
+		break;
+	}
+	case OPT_ONE_FS: x->one_fs = 1; break;
+	case OPT_PRESERVE_ROOT:
+	case OPT_NO_PRESERVE_ROOT:
+		root_option(c, argv, x);
+		break;
+	case OPT_PRESUME_TTY: x->stdin_tty = 1; break;
+	case OPT_POLITE: cl->polite = 1; break;
+	case OPT_HELP: help(); break;
+	case OPT_VERSION:
+		printf("rsync-rm (rsync-de) %s\n", RSYNC_RM_VERSION);
+		exit(0);
+	default:
+		if (measure_option(c, cl, x))
+			break;
+		diagnose_leading_hyphen(argc, argv);
+		try_help();
+	}
+}
+
 int main(int argc, char **argv)
 {
-	struct de_config cfg = { .max_delete = -1 };
+	struct cmdline cl = { .cfg = { .max_delete = -1 } };
 	/* rm's defaults: ask only of write-protected entries, keep '/'. */
 	struct rm_opts x = { .interactive = RMI_SOMETIMES, .preserve_root = 1 };
 	const char *env = getenv("RSYNC_RM_POLITE");
-	int polite = env && *env && strcmp(env, "0"), prompt_once = 0;
-#ifdef DE_RM_MEASURE
-	size_t win_blocks = 0;
-#endif
 	de_ctx *ctx;
 	int c, i, rc, status = 0;
 	uintmax_t n_files;
@@ -822,86 +965,10 @@ int main(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	atexit(close_stdout);
 	x.stdin_tty = isatty(STDIN_FILENO);
+	cl.polite = env && *env && strcmp(env, "0");
 	/* getopt's messages name argv[0], as rm's do. */
-	while ((c = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
-		switch (c) {
-		case 'd': x.remove_empty_dirs = 1; break;
-		case 'f':
-			x.interactive = RMI_NEVER;
-			x.ignore_missing = 1;
-			prompt_once = 0;
-			break;
-		case 'i':
-			x.interactive = RMI_ALWAYS;
-			x.ignore_missing = 0;
-			prompt_once = 0;
-			break;
-		case 'I':
-			x.interactive = RMI_SOMETIMES;
-			x.ignore_missing = 0;
-			prompt_once = 1;
-			break;
-		case 'r': case 'R': x.recursive = 1; break;
-		case 'v': x.verbose = 1; break;
-		case OPT_INTERACTIVE: {
-			enum interactive w = optarg ? interactive_arg(optarg) :
-				RMI_ALWAYS;
-
-			prompt_once = w == RMI_SOMETIMES;
-			x.interactive = w;
-			if (w != RMI_NEVER)
-				x.ignore_missing = 0;
-			break;
-		}
-		case OPT_ONE_FS: x.one_fs = 1; break;
-		case OPT_PRESERVE_ROOT:
-			if (optarg && strcmp(optarg, "all")) {
-				fprintf(stderr, "%s: unrecognized --preserve-root "
-					"argument: ", prog);
-				quote(stderr, optarg);
-				putc('\n', stderr);
-				exit(1);
-			}
-			x.preserve_root = 1;
-			x.preserve_all_root = optarg != NULL;
-			break;
-		case OPT_NO_PRESERVE_ROOT:
-			if (strcmp(argv[optind - 1], "--no-preserve-root")) {
-				fprintf(stderr, "%s: you may not abbreviate the "
-					"--no-preserve-root option\n", prog);
-				exit(1);
-			}
-			x.preserve_root = 0;
-			break;
-		case OPT_PRESUME_TTY: x.stdin_tty = 1; break;
-		case OPT_POLITE: polite = 1; break;
-		case OPT_HELP: help(); break;
-		case OPT_VERSION:
-			printf("rsync-rm (rsync-de) %s\n", RSYNC_RM_VERSION);
-			return 0;
-#ifdef DE_RM_MEASURE
-		case 'j': cfg.threads = (unsigned)atoi(optarg); break;
-		case 'n': cfg.flags |= DE_F_DRY_RUN; x.dry = 1; break;
-		case 'o': cfg.flags |= DE_F_ORDERED; break;
-		case 'x': x.one_fs = 1; break;
-		case 'w': cfg.flags |= DE_F_MAKE_WRITABLE; break;
-		case 'S': cfg.flags |= DE_F_NO_SPLIT; break;
-		case 'A': cfg.flags |= DE_F_NO_P2_GATE; break;
-		case 'a': cfg.flags |= DE_F_P2_GATE; break;
-		case 'N': cfg.flags |= DE_F_NO_INODE_SORT; break;
-		case 'O': cfg.flags |= DE_F_INODE_SORT; break;
-		case 'G': cfg.schedule = DE_SCHED_GLOBAL; break;
-		case 'D': cfg.schedule = DE_SCHED_DIRS; break;
-		case 'W': win_blocks = (size_t)atol(optarg); break;
-		case OPT_RATE: cfg.rate = (unsigned)atoi(optarg); break;
-		case OPT_BURST: cfg.rate_burst = (unsigned)atoi(optarg); break;
-		case OPT_EXPLAIN: x.explain = 1; break;
-#endif
-		default:
-			diagnose_leading_hyphen(argc, argv);
-			try_help();
-		}
-	}
+	while ((c = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1)
+		rm_option(c, argc, argv, &cl, &x);
 	if (optind >= argc) {
 		if (x.ignore_missing)
 			return 0;
@@ -909,26 +976,26 @@ int main(int argc, char **argv)
 		try_help();
 	}
 	if (x.one_fs)
-		cfg.flags |= DE_F_ONE_FILE_SYSTEM | DE_F_TARGET_FS;
+		cl.cfg.flags |= DE_F_ONE_FILE_SYSTEM | DE_F_TARGET_FS;
 	n_files = (uintmax_t)(argc - optind);
-	if (prompt_once && (x.recursive || n_files > 3)) {
+	if (cl.prompt_once && (x.recursive || n_files > 3)) {
 		fprintf(stderr, x.recursive ? "%s: remove %ju argument%s "
 			"recursively? " : "%s: remove %ju argument%s? ", prog,
 			n_files, n_files == 1 ? "" : "s");
 		if (!yesno())
 			return 0;
 	}
-	if (polite) {
-		de_config_polite(&cfg, cfg.rate);
+	if (cl.polite) {
+		de_config_polite(&cl.cfg, cl.cfg.rate);
 		(void)de_polite_io();
 	}
-	rc = de_ctx_new(&ctx, &cfg);
+	rc = de_ctx_new(&ctx, &cl.cfg);
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", prog, de_strerror(rc));
 		return 1;
 	}
 #ifdef DE_RM_MEASURE
-	de_test_global_window(ctx, 0, win_blocks);
+	de_test_global_window(ctx, 0, cl.win_blocks);
 #endif
 	for (i = optind; i < argc; i++)
 		status |= remove_one(ctx, argv[i], &x);
