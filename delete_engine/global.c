@@ -338,8 +338,8 @@ static void hand_over(de_ctx *ctx, struct de__global *g)
 	 * A huge directory read last is this thread's to unlink, as a
 	 * directory task the calling thread runs (sched.c de__task): its
 	 * listing is still in this CPU's cache.  A worker taking it was
-	 * slower (docs/BENCHMARKS.md, "Before and after").  So is the only
-	 * directory of a call with nothing left to read (rsync calls once
+	 * slower (bench/results/2026-12-06/against-history.md).  So is the
+	 * only directory of a call with nothing left to read (rsync calls once
 	 * per directory of a sync): this thread would only wait for the
 	 * worker it woke.  Smaller ones go to the pool like the rest.
 	 */

@@ -4,8 +4,8 @@
  * first call (which starts the pool) and on every later one.  When each
  * call woke a worker and waited for it, a sync deleting a few files in
  * each of 2,000 directories took 1.10 of stock rsync's time
- * (docs/BENCHMARKS.md, "Before and after").  Counted by the fault hook,
- * which runs on the thread that unlinks: every unlink on the caller, none
+ * (bench/results/2026-12-06/against-history.md).  Counted by the fault
+ * hook, which runs on the thread that unlinks: every unlink on the caller, none
  * elsewhere, and every file gone. */
 #include "tutil.h"
 
