@@ -175,8 +175,8 @@ static void descend(de_ctx *ctx, struct de__global *g, struct de__node *n)
  * was read so that reading a child and unlinking the files find its fd
  * held (flush hands them to the unlink phase, DE__P2_LEFT, instead).
  * Pinned for each file, a directory whose fd was closed for the budget
- * was reopened from its nearest held ancestor every time: a chain deeper than the budget took
- * minutes (test/deep_reopens.c).
+ * was reopened from its nearest held ancestor every time: a chain
+ * deeper than the budget took minutes (test/deep_reopens.c).
  */
 static void unpin_window(de_ctx *ctx, struct de__global *g)
 {
@@ -291,7 +291,8 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
 	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
 			tx ? tx / 2 : DE__WIN_BLOCKS;
-	if (root->ls.nents && root->ls.ents[0].child && root->ls.ents[0].child->fl.base) {
+	if (root->ls.nents && root->ls.ents[0].child &&
+	    root->ls.ents[0].child->fl.base) {
 		size_t k;
 
 		/* de_remove_sets(): the root holds the sets' directories,
