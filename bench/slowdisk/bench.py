@@ -62,12 +62,20 @@ through the tree, and passing over the rest:
   sync-stock           ./rsync-stock -a --delete src/ t/
   sync-stock-push      the stock client pushing it to ./rsync (lsh)
 A run must leave t as the source is.
+
+At a million files, the full runs of the slower peers take hours.
+--limit SECS stops each run after SECS seconds (SIGTERM, then SIGKILL)
+and counts the inodes it freed (statvfs, as `df -i`); the table then
+gives its rate and the whole run's time at that rate, marked as such.
+--inodes N makes the file system with N inodes (mkfs -N): the default
+ratio gives an 8 GiB ext4 image 524,288, too few for a million files.
 """
 
 import argparse
 import json
 import os
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -148,12 +156,12 @@ def make_source(t, src, fraction):
         os.unlink(f)
 
 
-def make_image(path, fs, tree, dirs, files, size, src=None, fraction=0.0):
+def make_image(path, fs, tree, dirs, files, size, src=None, fraction=0.0, inodes=0):
     """The image with the tree at w/d/t (and w/empty), and for a sync
-    its source at src."""
+    its source at src; returns the entries below t."""
     with open(path, 'wb') as fh:
         fh.truncate(size)
-    sh(FS[fs] + [path], stdout=subprocess.DEVNULL)
+    sh(FS[fs] + (['-N', str(inodes)] if inodes else []) + [path], stdout=subprocess.DEVNULL)
     mnt = tempfile.mkdtemp(prefix='slowdisk-mk-')
     sh(['mount', '-o', 'loop', path, mnt])
     try:
@@ -170,14 +178,57 @@ def make_image(path, fs, tree, dirs, files, size, src=None, fraction=0.0):
             sh(['cp', '-al', dest, w / 'd' / 't'])
         if src:
             make_source(w / 'd' / 't', src, fraction)
+        return entries(w / 'd' / 't')
     finally:
         sh(['umount', mnt])
         os.rmdir(mnt)
 
 
-def one_run(img, model, peer, opts, src=None):
+def jbd2(dev):
+    """The journal's counters of block device dev (ext4): the
+    transactions, and per transaction the handles (about one per
+    unlink), the blocks and the logged blocks; {} without a journal."""
+    try:
+        text = Path(f'/proc/fs/jbd2/{os.path.basename(dev)}-8/info').read_text()
+    except OSError:
+        return {}
+    out = {'transactions': int(text.split()[0])}
+    for line in text.splitlines():
+        for tail, name in ((' handles per transaction', 'tx_handles'),
+                           (' blocks per transaction', 'tx_blocks'),
+                           (' logged blocks per transaction', 'tx_logged')):
+            head = line.strip()
+            if head.endswith(tail) and head[:-len(tail)].isdigit():
+                out[name] = int(head[:-len(tail)])
+    return out
+
+
+def used_inodes(mnt):
+    st = os.statvfs(mnt)
+    return st.f_files - st.f_ffree
+
+
+def timed(argv, limit):
+    """Run argv; with a limit, stop it after limit seconds.  Returns
+    (the CompletedProcess-like result, whether it was stopped)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=limit or None)
+        return subprocess.CompletedProcess(argv, p.returncode, out, err), False
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        return subprocess.CompletedProcess(argv, 0, out, err), True
+
+
+def one_run(img, model, peer, opts, src=None, limit=0):
     """Copy img, delete w/d/t (or sync src into it) through the model;
-    returns a record."""
+    returns a record.  With a limit, a run still going then is stopped,
+    and the record has the inodes it freed in that time (freed)."""
     run = img + '.run'
     sh(['cp', '--sparse=always', img, run])
     mnt = tempfile.mkdtemp(prefix='slowdisk-run-')
@@ -189,28 +240,43 @@ def one_run(img, model, peer, opts, src=None):
                 t = w / 'd' / 't'
                 argv = [a.format(t=t, d=t.parent, empty=w / 'empty', src=src)
                         for a in peer_argv(peer)]
+                used = used_inodes(mnt)
                 disk.reset()
                 t0 = time.monotonic()
-                p = subprocess.run(argv, capture_output=True, text=True)
+                p, stopped = timed(argv, limit)
                 t1 = time.monotonic()
-                sh(['sync', '-f', mnt])
+                freed = used - used_inodes(mnt)
+                if not stopped:
+                    sh(['sync', '-f', mnt])
                 t2 = time.monotonic()
                 st = disk.stats()
-                left = entries(t)
+                journal = jbd2(disk.dev)
+                # A stopped run's tree is not walked: through the model
+                # that would take as long again.
+                left = 0 if stopped else entries(t)
             finally:
                 sh(['umount', mnt])
     finally:
         os.rmdir(mnt)
         os.unlink(run)
     return dict(peer=peer, secs=t2 - t0, sync=t2 - t1, rc=p.returncode, left=left,
-                err=p.stderr[-300:], **{k: st[k] for k in st if k != 'model'})
+                stopped=stopped, freed=freed, err=p.stderr[-300:], jbd2=journal,
+                **{k: st[k] for k in st if k != 'model'})
+
+
+def secs_of(r):
+    """A run's seconds; for a stopped run, the whole run's at its rate."""
+    if not r.get('stopped'):
+        return r['secs']
+    return r['secs'] * r['entries'] / max(r['freed'], 1)
 
 
 def table(cell, names):
-    med = {n: statistics.median(r['secs'] for r in cell[n]) for n in names if cell[n]}
+    med = {n: statistics.median(secs_of(r) for r in cell[n]) for n in names if cell[n]}
     lines = ['| peer | median s (delete + sync) | min-max s | vs rm -rf | vs stock '
              '| writes | write MiB | reads | read MiB | seeks |',
              '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    notes = []
     for n in names:
         rs = cell[n]
         if not rs:
@@ -218,15 +284,23 @@ def table(cell, names):
         m = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
         rel = [f'{med[n] / med[b]:.3f}' if b in med else '-'
                for b in ('rm', 'stock' if 'stock' in med else 'sync-stock')]
-        lines.append(f'| {n} | {med[n]:.1f} | {min(r["secs"] for r in rs):.1f}-'
-                     f'{max(r["secs"] for r in rs):.1f} | {rel[0]} | {rel[1]} | '
+        mark = ''
+        if any(r.get('stopped') for r in rs):
+            mark = ' *'
+            notes.append(f'{n}: stopped after {m("secs"):.0f} s, having freed '
+                         f'{m("freed"):.0f} of {rs[0]["entries"]} inodes '
+                         f'({m("freed") / m("secs"):.0f} a second); its time is the whole '
+                         'run\'s at that rate, its requests those of the time it ran')
+        lo, hi = min(secs_of(r) for r in rs), max(secs_of(r) for r in rs)
+        lines.append(f'| {n}{mark} | {med[n]:.1f} | {lo:.1f}-{hi:.1f} | {rel[0]} | {rel[1]} | '
                      f'{m("writes"):.0f} | {m("write_bytes") / 2**20:.0f} | {m("reads"):.0f} | '
                      f'{m("read_bytes") / 2**20:.0f} | {m("seeks"):.0f} |')
-    return '\n'.join(lines)
+    return '\n'.join(lines + [''] + ['\\* ' + x for x in notes] if notes else lines)
 
 
 def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=None,
-             log=lambda line: print(line, file=sys.stderr, flush=True), sync=0.0):
+             log=lambda line: print(line, file=sys.stderr, flush=True), sync=0.0,
+             inodes=0, limit=0):
     """One cell: the tree made once, each peer deleting a copy of it
     `runs` times, alternated (with sync, syncing a source that lacks
     that fraction of its files into it).  Returns (records, a markdown
@@ -241,19 +315,23 @@ def run_cell(model, opts, fs, tree, dirs, files, size, names, runs, json_path=No
     cell = {n: [] for n in names}
     title = (f'{" ".join([model] + opts)}, {fs}, {tree} {dirs} x {files}'
              + (f', a sync deleting {sync:.0%} of the files' if sync else '')
+             + (f', {size} with {inodes} inodes' if inodes else '')
+             + (f', runs stopped after {limit:.0f} s' if limit else '')
              + f' ({runs} rounds, peers alternated)')
     src = os.path.join(work, 'src') if sync else None
     try:
-        make_image(img, fs, tree, dirs, files, nbytes, src, sync)
+        total = make_image(img, fs, tree, dirs, files, nbytes, src, sync, inodes)
         want_left = entries(src) if src else 0
         for rnd in range(runs):
             for n in (names if rnd % 2 == 0 else list(reversed(names))):
-                r = one_run(img, model, n, opts, src)
+                r = one_run(img, model, n, opts, src, limit)
                 r.update(round=rnd, model=model, model_opts=opts, fs=fs, tree=tree,
-                         dirs=dirs, files=files, sync_fraction=sync)
+                         dirs=dirs, files=files, sync_fraction=sync, inodes=inodes,
+                         entries=total)
                 r['left'] -= want_left
                 log(f'{title}: round {rnd} {n}: {r["secs"]:.1f} s (sync {r["sync"]:.1f}), '
-                    f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks')
+                    f'{r["writes"]} writes, {r["reads"]} reads, {r["seeks"]} seeks'
+                    + (f', stopped, {r["freed"]} freed' if r['stopped'] else ''))
                 if r['rc'] or r['left']:
                     raise SystemExit(f'{n} failed: exit {r["rc"]}, {r["left"]} left: {r["err"]}')
                 cell[n].append(r)
@@ -284,6 +362,9 @@ def main():
     ap.add_argument('--sync', type=float, default=0.0, metavar='F',
                     help='sync a source lacking this fraction of the files (sync-* peers)')
     ap.add_argument('--runs', type=int, default=3)
+    ap.add_argument('--inodes', type=int, default=0, help='mkfs -N: inodes of the file system')
+    ap.add_argument('--limit', type=float, default=0, metavar='SECS',
+                    help='stop each run after SECS s and count the inodes it freed')
     ap.add_argument('--json', default=None)
     ap.add_argument('--out', default=None)
     a = ap.parse_args()
@@ -296,7 +377,7 @@ def main():
         PEERS[name] = shlex.split(cmd)
     _, text = run_cell(a.model, [o for o in a.model_opts.split(',') if o], a.fs, a.tree,
                        a.dirs, a.files, a.size, a.peers.split(','), a.runs, a.json,
-                       sync=a.sync)
+                       sync=a.sync, inodes=a.inodes, limit=a.limit)
     print(text)
     if a.out:
         with open(a.out, 'a') as fh:
