@@ -388,7 +388,12 @@ int de_names_ahead(int dirfd);
  * where the engine unlinks in inode order on dirfd's filesystem (README,
  * "Heuristics"), then the directories, in their given order (each is a
  * task of its own; sorting them by inode would crowd the workers into one
- * of xfs's allocation groups).  Returns 0, or -EINVAL.
+ * of xfs's allocation groups).  Where the non-directories' entries take
+ * more than half a journal transaction's directory blocks (ext4), they
+ * go in the directory's own order (it is read again through dirfd) in
+ * runs of that many blocks, each run by inode number: a caller should
+ * then cut its calls at runs, or make them long, as a call sorts what it
+ * holds as one run.  Returns 0, or -EINVAL.
  */
 int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
 		     size_t n);

@@ -58,7 +58,7 @@ static size_t dir_blocks(const struct de__node *n)
 	size_t i, bytes = 0;
 
 	for (i = 0; i < n->ls.nents; i++)
-		bytes += (8u + n->ls.ents[i].len + 3u) & ~(size_t)3;
+		bytes += de__dirent_bytes(&n->ls.ents[i]);
 	return bytes / 4096 + 1;
 }
 
@@ -187,12 +187,22 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
 			de__pin_drop(ctx, &g->wpin[k]);
 }
 
-/* The window's files to unlink, sorted by inode; *nv of them, or NULL
- * without memory for them. */
-static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
+/*
+ * The window's files to unlink, sorted by inode; *nv of them, or NULL
+ * without memory for them.  Where a directory read last makes the
+ * window's files' entries more than run_bytes (a huge one: the window
+ * closes only after it), the order is cut into runs of the window's
+ * listings, of run_bytes of the files' entries each, each sorted by
+ * inode, as de__inode_order() cuts one directory (policy.c
+ * journal_blocks).  A window of small directories closes before its
+ * files fill the bound (read_window counts each directory's blocks
+ * rounded up), so it stays one order.
+ */
+static struct de__ino_ent *window_order(struct de__global *g,
+					size_t run_bytes, size_t *nv)
 {
 	struct de__ino_ent *v = g->ents ? malloc(g->ents * sizeof(*v)) : NULL;
-	size_t i, k;
+	size_t i, k, from = 0, bytes = 0;
 
 	*nv = 0;
 	for (k = 0; v && k < g->nwin; k++) {
@@ -204,6 +214,12 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
 			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			    e->done)
 				continue;
+			if (run_bytes && bytes >= run_bytes) {
+				de__sort_by_ino(v + from, *nv - from);
+				from = *nv;
+				bytes = 0;
+			}
+			bytes += de__dirent_bytes(e);
 			v[*nv].ino = e->ino;
 			v[*nv].n = n;
 			v[*nv].i = (uint32_t)i;
@@ -212,7 +228,7 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t *nv)
 		}
 	}
 	if (v)
-		de__sort_by_ino(v, *nv);
+		de__sort_by_ino(v + from, *nv - from);
 	return v;
 }
 
@@ -256,7 +272,7 @@ static void flush(de_ctx *ctx, struct de__global *g)
 		(void)de__check_place(ctx, g->win[k]);
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
-	v = window_order(g, &nv);
+	v = window_order(g, ctx->run.plan.chunk_blocks * 4096, &nv);
 	for (i = 0; i < nv; i++)
 		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
 	free(v);
@@ -275,22 +291,13 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 		      int probe)
 {
 	struct de__pin none = DE__NO_PIN;
-	size_t tx;
 
-	if (!ctx->jtx_known || ctx->jtx_dev != root->dev) {
-		ctx->jtx_blocks = de__journal_tx_blocks(root->dev);
-		ctx->jtx_dev = root->dev;
-		ctx->jtx_known = 1;
-	}
-	tx = ctx->jtx_blocks;
 	memset(g, 0, sizeof(*g));
 	g->probing = probe;
 	g->dev = root->dev;
 	g->ents_max = ctx->global_ents ? ctx->global_ents : DE__WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
-	/* Not ext4, or no /proc: half of a 4 MiB journal's transaction. */
-	g->blocks_max = ctx->global_blocks ? ctx->global_blocks :
-			tx ? tx / 2 : DE__WIN_BLOCKS;
+	g->blocks_max = ctx->run.plan.win_blocks;
 	if (root->ls.nents && root->ls.ents[0].child &&
 	    root->ls.ents[0].child->fl.base) {
 		size_t k;

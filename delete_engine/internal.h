@@ -254,6 +254,12 @@ struct de__plan {
 	unsigned p2_gate;		/* policy.c p2_gate */
 	int p2_help;			/* policy.c p2_help */
 	int inode_sort;			/* unlink in inode order */
+	/* Directory blocks one inode order covers at most: a window of the
+	 * global schedule (global.c), and the chunks a huge directory's
+	 * listing is unlinked in (order.c de__inode_order); 0 for the
+	 * latter: one order for the whole listing.  policy.c
+	 * journal_blocks() says why. */
+	size_t win_blocks, chunk_blocks;
 	int split_min;			/* split a directory's unlinks from */
 	int split_idle_min;		/* ... or from this with nothing queued */
 	/* Nodes a reader may hold scanned ahead on a chain (sched.c
@@ -371,7 +377,7 @@ struct de_ctx {
 	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
 	size_t global_ents, global_blocks;
 	/*
-	 * global.c: the journal transaction size of device jtx_dev, read
+	 * policy.c: the journal transaction size of device jtx_dev, read
 	 * once per device, not on each call: rsync calls once per directory.
 	 */
 	dev_t jtx_dev;
@@ -607,7 +613,13 @@ static inline int de__rm_result(int rc, int *err)
 
 /* order.c */
 void de__sort_canonical(de_ctx *ctx, struct de__node *n);
-uint32_t *de__inode_order(struct de__node *n, size_t *count);
+uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count);
+/* Bytes of n's entry e in an ext4 directory block: what a listing's
+ * share of its directory's blocks is counted in (global.c, order.c). */
+static inline size_t de__dirent_bytes(const struct de__ent *e)
+{
+	return (8u + e->len + 3u) & ~(size_t)3;
+}
 /* A file among several directories' (global.c's window, batch.c's
  * batch): n's entry i, and k, the caller's index of n. */
 struct de__ino_ent {
@@ -618,7 +630,8 @@ struct de__ino_ent {
 void de__sort_by_ino(struct de__ino_ent *v, size_t n);
 
 /* policy.c */
-unsigned de__plan(de_ctx *ctx, long fstype, int sets);
+unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets);
+size_t de__chunk_blocks(de_ctx *ctx, dev_t dev);
 void de__plan_workers(de_ctx *ctx, long fstype, unsigned threads);
 void de__plan_hand_over(de_ctx *ctx);
 int de__dino_is_stat(long fstype);

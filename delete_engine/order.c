@@ -8,13 +8,17 @@
  */
 #include "internal.h"
 
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sortarg {
 	struct de__node *n;
 	int (*cmp)(const char *, int, const char *, int);
 	int plain;
+	const uint32_t *idx;		/* directory_order()'s */
 };
 
 static int cmp_canon(const void *a, const void *b, void *arg)
@@ -36,7 +40,7 @@ static int cmp_canon(const void *a, const void *b, void *arg)
 void de__sort_canonical(de_ctx *ctx, struct de__node *n)
 {
 	struct sortarg s = { n, ctx->run.hooks->compare,
-			     !!(ctx->cfg.flags & DE_F_PLAIN_ORDER) };
+			     !!(ctx->cfg.flags & DE_F_PLAIN_ORDER), NULL };
 
 	if (n->ls.nents > 1)
 		qsort_r(n->ls.ents, n->ls.nents, sizeof(*n->ls.ents), cmp_canon, &s);
@@ -57,6 +61,237 @@ static int cmp_target_ino(const void *a, const void *b)
 	uint64_t y = ((const struct de_target *)b)->ino;
 
 	return x < y ? -1 : x > y;
+}
+
+/*
+ * A listing the caller gave (the run's start directory, a set's
+ * directory: rsync's names, in its own order) has lost the directory's
+ * order, which the runs of de__inode_order() are cut by.  dir_order()
+ * reads the directory once more through fd (its blocks are cached: the
+ * caller has just read it) and sorts k names into its order, names it no
+ * longer lists last.  Names are got through name_at(arg, j, &len); key
+ * receives the result, position << 32 | j.  Returns 0, or a negative
+ * errno (no memory, no read) with key untouched.
+ */
+typedef const char *(*name_fn)(const void *arg, size_t j, size_t *len);
+
+struct positions {
+	name_fn name_at;
+	const void *arg;
+	uint32_t *slot, mask, next;
+	uint64_t *key;
+};
+
+static uint32_t name_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	while (len--)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static int position_cb(void *arg, const char *name, size_t len,
+		       uint64_t ino, enum de_type type)
+{
+	struct positions *p = arg;
+	uint32_t h = name_hash(name, len) & p->mask, j;
+
+	(void)ino;
+	(void)type;
+	for (; (j = p->slot[h]) != 0; h = (h + 1) & p->mask) {
+		size_t jlen;
+		const char *jn = p->name_at(p->arg, j - 1, &jlen);
+
+		if (jlen == len && !memcmp(jn, name, len)) {
+			p->key[j - 1] = (uint64_t)p->next++ << 32 | (j - 1);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int dir_order(de_ctx *ctx, int fd, size_t k, name_fn name_at,
+		     const void *arg, uint64_t *key)
+{
+	struct positions p = { name_at, arg, NULL, 1, 0, key };
+	void *buf = malloc(DE__BUFSZ);
+	size_t j, len;
+	int dfd = -1, rc = -ENOMEM;
+
+	while (p.mask < 2 * k)
+		p.mask <<= 1;
+	p.slot = calloc(p.mask--, sizeof(*p.slot));
+	if (buf && p.slot) {
+		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		rc = dfd < 0 ? -errno : 0;
+	}
+	for (j = 0; rc == 0 && j < k; j++) {
+		const char *name = name_at(arg, j, &len);
+		uint32_t h = name_hash(name, len) & p.mask;
+
+		while (p.slot[h])
+			h = (h + 1) & p.mask;
+		p.slot[h] = (uint32_t)j + 1;
+		key[j] = (uint64_t)UINT32_MAX << 32 | j;
+	}
+	if (rc == 0)
+		rc = de__read_dir(ctx, dfd, ".", buf, 0, position_cb, &p);
+	if (rc == 0)
+		qsort(key, k, sizeof(*key), by_key);
+	if (dfd >= 0)
+		close(dfd);
+	free(buf);
+	free(p.slot);
+	return rc;
+}
+
+static const char *idx_name(const void *arg, size_t j, size_t *len)
+{
+	const struct sortarg *s = arg;
+	const struct de__ent *e = &s->n->ls.ents[s->idx[j]];
+
+	*len = e->len;
+	return de__ent_name(s->n, e);
+}
+
+/* n's files idx[0..k), given by the caller, into its directory's order. */
+static void directory_order(struct de__node *n, int fd, uint32_t *idx,
+			    size_t k)
+{
+	struct sortarg s = { .n = n, .idx = idx };
+	uint64_t *key = malloc(k * sizeof(*key));
+	uint32_t *was = malloc(k * sizeof(*was));
+	size_t j;
+
+	if (key && was && dir_order(n->ctx, fd, k, idx_name, &s, key) == 0) {
+		memcpy(was, idx, k * sizeof(*idx));
+		for (j = 0; j < k; j++)
+			idx[j] = was[(uint32_t)key[j]];
+	}
+	free(was);
+	free(key);
+}
+
+/*
+ * Index array of n's non-directory entries to delete, in the order to
+ * unlink them: inode order where wanted.  A listing of more than the
+ * plan's chunk_blocks directory blocks (policy.c journal_blocks says
+ * why) is taken in the directory's order, in runs of that many blocks'
+ * entries, each run in inode order.  fd: n's, for directory_order().
+ * Returns NULL on ENOMEM (the caller then walks the listing directly);
+ * *count set.
+ */
+uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
+{
+	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
+	size_t i, k = 0, from = 0, bytes = 0;
+	size_t run = n->ctx->run.plan.chunk_blocks * 4096;
+
+	*count = 0;
+	if (!idx)
+		return NULL;
+	for (i = 0; i < n->ls.nents; i++) {
+		const struct de__ent *e = &n->ls.ents[i];
+
+		if (e->type != DE_T_DIR && e->action == DE_A_DELETE && !e->done) {
+			idx[k++] = (uint32_t)i;
+			bytes += de__dirent_bytes(e);
+		}
+	}
+	*count = k;
+	if (k < 2 || !de__want_inode_sort(n->ctx, n->fstype))
+		return idx;
+	if (!run || bytes <= run) {
+		qsort_r(idx, k, sizeof(*idx), cmp_ino, n);
+		return idx;
+	}
+	if (!n->parent || n->fl.base)
+		directory_order(n, fd, idx, k);
+	for (i = 0, bytes = 0; i <= k; i++) {
+		if (i == k || bytes >= run) {
+			qsort_r(idx + from, i - from, sizeof(*idx), cmp_ino, n);
+			from = i;
+			bytes = 0;
+		}
+		if (i < k)
+			bytes += de__dirent_bytes(&n->ls.ents[idx[i]]);
+	}
+	return idx;
+}
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct de__ino_ent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* See internal.h. */
+void de__sort_by_ino(struct de__ino_ent *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), by_ino);
+}
+
+static const char *target_name(const void *arg, size_t j, size_t *len)
+{
+	const struct de_target *t = arg;
+
+	*len = strlen(t[j].name);
+	return t[j].name;
+}
+
+/*
+ * Files t[0..w) of dirfd into inode order, or where their entries are
+ * more than a run's bytes (policy.c journal_blocks), into the directory's
+ * order, in runs of that many bytes each in inode order, as
+ * de__inode_order() takes a listing: a caller that gives the engine a
+ * huge directory's files in pieces (rsync: what it read, DEL_READ_MAX at
+ * a time) gives each piece a few runs' directory blocks, not all of them.
+ */
+static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
+			size_t w)
+{
+	struct stat st;
+	size_t i, from = 0, bytes = 0, run = 0;
+	uint64_t *key = NULL;
+	struct de_target *was = NULL;
+
+	if (fstat(dirfd, &st) == 0)
+		run = de__chunk_blocks(ctx, st.st_dev) * 4096;
+	for (i = 0; run && i < w; i++)
+		bytes += (8u + strlen(t[i].name) + 3u) & ~(size_t)3;
+	if (bytes > run) {
+		key = malloc(w * sizeof(*key));
+		was = malloc(w * sizeof(*was));
+	}
+	if (!key || !was || dir_order(ctx, dirfd, w, target_name, t, key)) {
+		free(key);
+		free(was);
+		qsort(t, w, sizeof(*t), cmp_target_ino);
+		return;
+	}
+	memcpy(was, t, w * sizeof(*t));
+	for (i = 0; i < w; i++)
+		t[i] = was[(uint32_t)key[i]];
+	free(was);
+	free(key);
+	for (i = 0, bytes = 0; i <= w; i++) {
+		if (i == w || bytes >= run) {
+			qsort(t + from, i - from, sizeof(*t), cmp_target_ino);
+			from = i;
+			bytes = 0;
+		}
+		if (i < w)
+			bytes += (8u + strlen(t[i].name) + 3u) & ~(size_t)3;
+	}
 }
 
 /* See delete_engine.h. */
@@ -82,42 +317,6 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
 	/* A serial run (btrfs) sorts each call's listing canonically. */
 	fstype = de__fs_type(dirfd);
 	if (w > 1 && de__sort_targets(ctx, fstype))
-		qsort(t, w, sizeof(*t), cmp_target_ino);
+		order_files(ctx, dirfd, t, w);
 	return 0;
-}
-
-/*
- * Index array of n's non-directory entries to delete, in the order to
- * unlink them (inode order where wanted).  Returns NULL on ENOMEM (the
- * caller then walks the listing directly); *count set.
- */
-uint32_t *de__inode_order(struct de__node *n, size_t *count)
-{
-	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
-	size_t i, k = 0;
-
-	*count = 0;
-	if (!idx)
-		return NULL;
-	for (i = 0; i < n->ls.nents; i++)
-		if (n->ls.ents[i].type != DE_T_DIR &&
-		    n->ls.ents[i].action == DE_A_DELETE && !n->ls.ents[i].done)
-			idx[k++] = (uint32_t)i;
-	if (k > 1 && de__want_inode_sort(n->ctx, n->fstype))
-		qsort_r(idx, k, sizeof(*idx), cmp_ino, n);
-	*count = k;
-	return idx;
-}
-
-static int by_ino(const void *a, const void *b)
-{
-	const struct de__ino_ent *x = a, *y = b;
-
-	return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
-/* See internal.h. */
-void de__sort_by_ino(struct de__ino_ent *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), by_ino);
 }

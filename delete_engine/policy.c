@@ -379,14 +379,53 @@ static enum de__mode choose(de_ctx *ctx, long fstype, int sets,
 }
 
 /*
- * Plan the run for a tree whose start directory is on fstype (run.c):
+ * de__chunk_blocks(): the directory blocks one inode order may cover on
+ * dev (0: no bound; the calling thread only, between runs or planning
+ * one), and journal_blocks(), the plan's bounds: half of an ext4
+ * journal transaction (jbd2's "each up to N blocks"), or what the caller
+ * set (de_test_global_window(), de-rm -W).
+ *
+ * Every unlink dirties the directory block its entry is in and the
+ * inode-table block of its inode.  Blocks dirtied again before the
+ * journal wraps round to them are only logged again, sequentially;
+ * those that are not are written home, one seek each.  An order that
+ * takes a whole huge directory by inode dirties its directory blocks at
+ * random, more of them than a transaction holds, and writes most home
+ * over and over.  Cut into runs of listing order (listing order is
+ * directory-block order) of at most half a transaction's blocks, each
+ * unlinked in inode order, a run's directory blocks stay in every
+ * transaction until the run ends and are written home about once, and
+ * each run is still one sweep of the inode table: docs/BENCHMARKS.md,
+ * "Slow disks", the million-file directory.
+ *
+ * The window (global.c) takes the same bound; without a known journal
+ * (not ext4), DE__WIN_BLOCKS, and a directory's listing stays whole.
+ */
+size_t de__chunk_blocks(de_ctx *ctx, dev_t dev)
+{
+	if (!ctx->jtx_known || ctx->jtx_dev != dev) {
+		ctx->jtx_blocks = dev ? de__journal_tx_blocks(dev) : 0;
+		ctx->jtx_dev = dev;
+		ctx->jtx_known = 1;
+	}
+	return ctx->global_blocks ? ctx->global_blocks : ctx->jtx_blocks / 2;
+}
+
+static void journal_blocks(de_ctx *ctx, dev_t dev, struct de__plan *p)
+{
+	p->chunk_blocks = de__chunk_blocks(ctx, dev);
+	p->win_blocks = p->chunk_blocks ? p->chunk_blocks : DE__WIN_BLOCKS;
+}
+
+/*
+ * Plan the run for a tree whose start directory is on fstype and dev (run.c):
  * its schedule, with the one it takes if the global schedule's probe
  * hands the tree over, and the bounds it goes by.  sets: one run of
  * de_remove_sets(), which the batch walk takes through its sets in turn.
  * Returns the workers the run wants; the caller fits them to the pool and
  * the fds, then calls de__plan_workers().
  */
-unsigned de__plan(de_ctx *ctx, long fstype, int sets)
+unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets)
 {
 	struct de__plan *p = &ctx->run.plan;
 	int split;
@@ -405,6 +444,7 @@ unsigned de__plan(de_ctx *ctx, long fstype, int sets)
 		   !sets;
 	p->handed = 0;
 	p->inode_sort = de__want_inode_sort(ctx, fstype);
+	journal_blocks(ctx, dev, p);
 	split = p->mode != DE__M_SERIAL && de__want_split(ctx, fstype);
 	p->split_min = split ? DE__SPLIT_MIN : 0x7fffffff;
 	p->split_idle_min = split ? DE__SPLIT_IDLE_MIN : 0x7fffffff;
@@ -453,7 +493,7 @@ static const char *const mode_name[] = {
 int de_explain(const de_ctx *ctx, char *buf, size_t len)
 {
 	const struct de__plan *p;
-	char probe[80] = "";
+	char probe[80] = "", chunks[64] = "";
 
 	if (!ctx || !ctx->run.plan.fs)
 		return -EINVAL;
@@ -464,11 +504,14 @@ int de_explain(const de_ctx *ctx, char *buf, size_t len)
 	else if (p->probe)
 		snprintf(probe, sizeof(probe), "; if the first reads are "
 			 "fast: %s", mode_name[p->after_probe]);
+	if (p->inode_sort && p->chunk_blocks)
+		snprintf(chunks, sizeof(chunks), " in runs of %zu directory "
+			 "blocks", p->chunk_blocks);
 	return snprintf(buf, len, "%s: %s (%s)%s; %u worker%s, gate %u%s, "
-			"%s order%s%s%s", p->fs, mode_name[p->planned], p->why,
+			"%s order%s%s%s%s", p->fs, mode_name[p->planned], p->why,
 			probe, p->threads, p->threads == 1 ? "" : "s",
 			p->p2_gate, p->p2_help ? ", reader helps" : "",
-			p->inode_sort ? "inode" : "listing",
+			p->inode_sort ? "inode" : "listing", chunks,
 			p->split_min < 0x7fffffff ? ", splits huge directories" :
 			"", p->limit ? ", a limit" : "",
 			p->dir_hooks ? ", enter_dir" : "");

@@ -204,9 +204,9 @@ static int new_root(de_ctx *ctx, struct de__node *parent, int dirfd,
 
 /* How many workers this run may use, and the plan for its file system
  * (policy.c de__plan). */
-static void plan_run(de_ctx *ctx, long fstype, int sets)
+static void plan_run(de_ctx *ctx, long fstype, dev_t dev, int sets)
 {
-	unsigned t = de__plan(ctx, fstype, sets);
+	unsigned t = de__plan(ctx, fstype, dev, sets);
 
 	/* More workers than CPUs only where they wait on a server, and
 	 * only where they unlink. */
@@ -232,7 +232,7 @@ int de_test_plan(de_ctx *ctx, long fstype, const struct de_hooks *hooks,
 	if (rc)
 		return rc;
 	reset_run(ctx, hooks, opts);
-	plan_run(ctx, fstype, 0);
+	plan_run(ctx, fstype, 0, 0);
 	return de_explain(ctx, buf, len);
 }
 
@@ -288,7 +288,7 @@ static int remove_set(de_ctx *ctx, int dirfd, const struct de_target *targets,
 		return rc;
 	r->set = set;
 	ctx->run.root = r;
-	plan_run(ctx, r->fstype, 0);
+	plan_run(ctx, r->fstype, r->dev, 0);
 	rc = add_targets(ctx, r, dirfd, targets, n, de__global(ctx));
 	if (rc) {
 		de__node_free(ctx, r);
@@ -472,7 +472,7 @@ int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 	reset_run(ctx, hooks, opts);
 	rc = sets_root(ctx, sets, n);
 	if (!rc) {
-		plan_run(ctx, ctx->run.root->fstype, 1);
+		plan_run(ctx, ctx->run.root->fstype, ctx->run.root->dev, 1);
 		if (ctx->run.plan.mode != DE__M_BATCH)
 			rc = 1;		/* the plan says not here */
 	}

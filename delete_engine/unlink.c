@@ -518,7 +518,7 @@ void de__unlink_files(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 	} else if (!pin.n) {
 		unreachable_files(ctx, n, pin.fd);
 	} else if (what == DE__FILES_SORTED) {
-		idx = de__inode_order(n, &k);
+		idx = de__inode_order(n, pin.fd, &k);
 		if (idx && want_split(ctx, k))
 			k = split_files(ctx, n, pin.fd, idx, k);
 		unlink_range(ctx, n, pin.fd, idx, k);
