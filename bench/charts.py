@@ -33,6 +33,13 @@ SLOW_CELLS = [('hdd, shuffled', 'hdd', 'ext4-j4', 'shuffled'),
               ('cloud 400 IOPS, snapshot', 'cloud', 'ext4-j4', 'snapshot'),
               ('hdd, created in order', 'hdd', 'ext4-j4', 'in-order'),
               ('hdd, one dir of 40,000', 'hdd', 'ext4-j4', 'flat')]
+# One directory, by its size: (files, the journal, records, cell) for the
+# cost-per-file chart; stock's runs stopped early count at their rate.
+SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl',
+                                  'bench/results/2026-12-03/slowdisk.jsonl']),
+                (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
+                                   'bench/results/2026-12-06/slowdisk-250k-dir-stock.jsonl']),
+                (1000000, '16 MiB', ['bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 -a --delete', '#aaaaaa')]
@@ -244,6 +251,46 @@ def chart_slow(plt, med, path, show):
                 f'{p} {med[c[1:]][p]:.1f} s' for p, _, _ in SLOW_PEERS if p in med[c[1:]]))
 
 
+def scale_costs():
+    """{(files, peer): median ms per file} of one directory on hdd."""
+    runs = {}
+    for files, _, paths in SCALE_POINTS:
+        for path in paths:
+            for r in read_jsonl(os.path.join(TOP, path)):
+                if (r.get('tree') != 'flat' or r.get('model') != 'hdd' or
+                        r['dirs'] * r['files'] != files or r.get('sync_fraction')):
+                    continue
+                secs = r['secs'] if not r.get('stopped') else \
+                    r['secs'] * r['entries'] / max(r['freed'], 1)
+                runs.setdefault((files, r['peer']), []).append(1000 * secs / files)
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def chart_scale(plt, cost, path, show):
+    """Milliseconds per file against the directory's size, log-log."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for peer, legend, colour in SLOW_PEERS:
+        pts = [(f, cost[(f, peer)]) for f, _, _ in SCALE_POINTS if (f, peer) in cost]
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], 'o-', color=colour, label=legend)
+        for f, c in pts:
+            ax.annotate(f'{c:.2f}', (f, c), textcoords='offset points', xytext=(4, 4),
+                        fontsize='x-small')
+        if show:
+            print(f'{path}: {legend}: ' + ', '.join(f'{f} {c:.3f} ms' for f, c in pts))
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xticks([f for f, _, _ in SCALE_POINTS])
+    ax.set_xticklabels([f'{f:,}\n{j} journal' for f, j, _ in SCALE_POINTS], fontsize='small')
+    ax.set_ylabel('ms per file, delete + sync (lower is faster)')
+    ax.set_title('Slow disk (hdd model): one directory, by its size')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize='small')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90, bbox_inches='tight', metadata={'Software': None})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--local', default=os.path.join(TOP, LOCAL), help='bench/run.py records')
@@ -267,6 +314,7 @@ def main():
     chart_local(plt, local_ratios(read_jsonl(a.local)), os.path.join(a.out, 'local.png'), a.print)
     chart_slow(plt, slow_medians(a.slowdisk), os.path.join(a.out, 'slowdisk.png'), a.print)
     chart_forms(plt, form_medians(), os.path.join(a.out, 'forms.png'), a.print)
+    chart_scale(plt, scale_costs(), os.path.join(a.out, 'scale.png'), a.print)
 
 
 if __name__ == '__main__':

@@ -391,8 +391,9 @@ static enum de__mode choose(de_ctx *ctx, long fstype, int sets,
  * those that are not are written home, one seek each.  An order that
  * takes a whole huge directory by inode dirties its directory blocks at
  * random, more of them than a transaction holds, and writes most home
- * over and over.  Cut into runs of listing order (listing order is
- * directory-block order) of at most half a transaction's blocks, each
+ * over and over.  Cut into runs of listing order (a listing goes
+ * through the directory's blocks one after another: an htree's leaves
+ * in hash order) of at most half a transaction's blocks, each
  * unlinked in inode order, a run's directory blocks stay in every
  * transaction until the run ends and are written home about once, and
  * each run is still one sweep of the inode table: docs/BENCHMARKS.md,
