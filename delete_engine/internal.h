@@ -616,9 +616,14 @@ void de__sort_canonical(de_ctx *ctx, struct de__node *n);
 uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count);
 /* Bytes of n's entry e in an ext4 directory block: what a listing's
  * share of its directory's blocks is counted in (global.c, order.c). */
+static inline size_t de__name_bytes(size_t len)
+{
+	return (8u + len + 3u) & ~(size_t)3;
+}
+
 static inline size_t de__dirent_bytes(const struct de__ent *e)
 {
-	return (8u + e->len + 3u) & ~(size_t)3;
+	return de__name_bytes(e->len);
 }
 /* A file among several directories' (global.c's window, batch.c's
  * batch): n's entry i, and k, the caller's index of n. */

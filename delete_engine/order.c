@@ -267,7 +267,7 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 	if (fstat(dirfd, &st) == 0)
 		run = de__chunk_blocks(ctx, st.st_dev) * 4096;
 	for (i = 0; run && i < w; i++)
-		bytes += (8u + strlen(t[i].name) + 3u) & ~(size_t)3;
+		bytes += de__name_bytes(strlen(t[i].name));
 	if (bytes > run) {
 		key = malloc(w * sizeof(*key));
 		was = malloc(w * sizeof(*was));
@@ -290,7 +290,7 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 			bytes = 0;
 		}
 		if (i < w)
-			bytes += (8u + strlen(t[i].name) + 3u) & ~(size_t)3;
+			bytes += de__name_bytes(strlen(t[i].name));
 	}
 }
 

@@ -185,6 +185,22 @@ static int by_name(const void *a, const void *b)
 		      ((const struct de_target *)b)->name);
 }
 
+/* big's files as targets, in name order (as rsync gives them); *n set. */
+static struct de_target *given_targets(size_t *n)
+{
+	static struct de_target t[NFILES + 8];
+	size_t i;
+
+	*n = 0;
+	for (i = 0; i < nlisting; i++)
+		if (listing[i].file)
+			t[(*n)++] = (struct de_target){ .name = listing[i].name,
+							.type = DE_T_FILE,
+							.ino = listing[i].ino };
+	qsort(t, *n, sizeof(*t), by_name);
+	return t;
+}
+
 /*
  * The files of big given as targets, in name order (as rsync gives
  * them), with a bound of blocks: the engine reads big's order again and
@@ -195,18 +211,14 @@ static int remove_given(int dfd, size_t blocks)
 	struct de_config cfg = { .threads = 1, .max_delete = -1,
 				 .schedule = DE_SCHED_DIRS,
 				 .flags = DE_F_INODE_SORT | DE_F_NO_SPLIT };
-	static struct de_target t[NFILES + 8];
 	struct de_summary sum;
-	size_t i, n = 0;
+	size_t n;
+	struct de_target *t = given_targets(&n);
 	de_ctx *ctx;
 	int rc, bfd = openat(dfd, "big", O_RDONLY | O_DIRECTORY);
 
 	if (bfd < 0)
 		return -errno;
-	for (i = 0; i < nlisting; i++)
-		if (listing[i].file)
-			t[n++] = (struct de_target){ .name = listing[i].name };
-	qsort(t, n, sizeof(*t), by_name);
 	nseen = 0;
 	rc = de_test_ctx_new(&ctx, &cfg, record, NULL);
 	if (rc == 0) {
@@ -225,19 +237,13 @@ static int remove_given(int dfd, size_t blocks)
 static int order_given(int dfd, size_t blocks)
 {
 	struct de_config cfg = { .flags = DE_F_INODE_SORT };
-	static struct de_target t[NFILES + 8];
-	size_t i, n = 0;
+	size_t n;
+	struct de_target *t = given_targets(&n);
 	de_ctx *ctx;
 	int rc, bfd = openat(dfd, "big", O_RDONLY | O_DIRECTORY);
 
 	if (bfd < 0)
 		return -errno;
-	for (i = 0; i < nlisting; i++)
-		if (listing[i].file)
-			t[n++] = (struct de_target){ .name = listing[i].name,
-						     .type = DE_T_FILE,
-						     .ino = listing[i].ino };
-	qsort(t, n, sizeof(*t), by_name);
 	rc = de_ctx_new(&ctx, &cfg);
 	if (rc == 0) {
 		de_test_global_window(ctx, 0, blocks);
