@@ -199,6 +199,8 @@ struct de_progress {
 	/* The pace now, removals per second; 0: no limit; DE_PACE_YIELD:
 	 * none, others' I/O goes first (de_config.yield_ms). */
 	unsigned pace;
+	/* de_count() only: entries counted so far (removed is 0). */
+	uint64_t counted;
 };
 
 struct de_hooks {
@@ -356,6 +358,21 @@ struct de_set {
 int de_remove_sets(de_ctx *ctx, const struct de_set *sets, size_t n,
 		   const struct de_hooks *hooks, const struct de_opts *opts,
 		   struct de_summary *sum);
+
+/*
+ * How many entries de_remove_sets() of the same sets would reach: each
+ * target, and everything below a target directory, read as the removal
+ * reads (never following a symlink, never entering a mount point or
+ * another file system), for an estimate of the work ahead (rsync's
+ * --progress).  What hooks would keep is counted too.  Only reads, one
+ * directory at a time on the calling thread, with two fds at any depth;
+ * a directory moved away while counted ends the count short.  Calls
+ * hooks->progress (de_progress.counted) every progress_ms, no other
+ * hook.  Sets *count, also when cut short.  Returns 0; -ECANCELED when
+ * the progress hook asked to stop; -EINVAL or -ENOMEM.
+ */
+int de_count(de_ctx *ctx, const struct de_set *sets, size_t n,
+	     const struct de_hooks *hooks, uint64_t *count);
 
 /*
  * For a caller that reads directories itself (rsync lists each

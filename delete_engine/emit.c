@@ -51,7 +51,7 @@ static void count(de_ctx *ctx, int res, int type)
 void de__maybe_progress(de_ctx *ctx, int force)
 {
 	uint64_t now = de__now_ms();
-	struct de_progress p;
+	struct de_progress p = { 0 };
 
 	if (!force && now - ctx->run.rep.last_prog_ms < ctx->cfg.progress_ms)
 		return;
