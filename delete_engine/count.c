@@ -10,7 +10,9 @@
  * symlink (O_NOFOLLOW from a verified fd) and never enters a mount point
  * or another file system: what the removal keeps is not counted.  Only
  * reads: a race with the tree changing makes the count wrong, never
- * anything else.
+ * anything else.  Its reads are timed as the global schedule's probe
+ * times its own (policy.c de__note_read): after the count, the run finds
+ * the directories cached and could not tell a slow disk by them.
  */
 #include "internal.h"
 
@@ -93,6 +95,7 @@ static int push(struct counter *c, int fd, const char *name,
 		const struct de__st *st)
 {
 	struct frame *f;
+	uint64_t n0, t0;
 	int rc;
 
 	if (c->depth == c->cap) {
@@ -107,7 +110,13 @@ static int push(struct counter *c, int fd, const char *name,
 	memset(f, 0, sizeof(*f));
 	f->dev = st->dev;
 	f->ino = st->ino;
+	n0 = c->n;
+	t0 = de__now_ns();
 	rc = de__read_dir(c->ctx, fd, name, c->buf, 0, count_ent, c);
+	/* The count reads first, so its reads are the ones that tell a slow
+	 * disk (DE_SCHED_AUTO): the run after it finds them cached. */
+	if (rc == 0)
+		de__note_read(c->ctx, st->dev, de__now_ns() - t0, c->n - n0);
 	tick(c);
 	return rc == -ENOMEM ? rc : 0;
 }

@@ -440,9 +440,11 @@ unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets)
 	p->after_probe = p->mode == DE__M_GLOBAL ? DE__M_DIRS :
 			 p->limit || p->dir_hooks || ctx->run.hooks->dispose ?
 			 DE__M_SERIAL : DE__M_ORDERED;
-	/* de_remove_sets() runs only where the device is known slow. */
+	/* de_remove_sets() runs only where the device is known slow, and
+	 * a device known slow (de_count()'s reads, an earlier run's probe)
+	 * needs no probe: its reads may now come from the cache. */
 	p->probe = de__global(ctx) && ctx->cfg.schedule == DE_SCHED_AUTO &&
-		   !sets;
+		   !sets && de__dev_slow(ctx, dev) != 1;
 	p->handed = 0;
 	p->inode_sort = de__want_inode_sort(ctx, fstype);
 	journal_blocks(ctx, dev, p);

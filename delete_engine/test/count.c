@@ -3,7 +3,8 @@
  * directory is one entry, a mount point is not entered, a chain 3,000
  * deep is counted with 16 fds, a target of unknown type is looked at, and
  * a directory moved out of the tree while it is counted takes the count
- * no further than where it went.  The progress hook sees the count grow
+ * no further than where it went.  Its reads are the ones that tell a
+ * slow disk: the run after it takes the global schedule unprobed.  The progress hook sees the count grow
  * and can stop it (-ECANCELED).  Then the removal of a counted tree
  * removes exactly that many. */
 #include "tutil.h"
@@ -20,10 +21,11 @@ static int stop_at_progress(void *arg, const struct de_progress *p)
 	return 1;	/* stop */
 }
 
-/* Reads take 2 ms: a progress tick is due after each. */
+/* Reads take 3 ms: a progress tick is due after each, and a disk this
+ * slow takes the global schedule. */
 static int slow_reads(void *arg, int op, const char *name)
 {
-	struct timespec ms2 = { 0, 2000000 };
+	struct timespec ms2 = { 0, 3000000 };
 
 	(void)arg;
 	(void)name;
@@ -146,6 +148,31 @@ int test(int dfd)
 		CHECK(seen == n && n == 51);
 	}
 	t_cleanup_sub(dfd, "big");
+
+	/* The count's reads tell a slow disk, so the run after it, which
+	 * finds the directories cached, still takes the global schedule
+	 * without a probe (on ext4, as root). */
+	if ((mfd = t_loop_mount("64M", "mkfs.ext4 -q")) >= 0) {
+		struct de_target g = { "g", DE_T_DIR, 0 };
+		struct de_set s = { mfd, &g, 1 };
+		char line[512];
+
+		for (i = 0; i < 10; i++) {
+			char sub[32];
+
+			snprintf(sub, sizeof(sub), "g/d%d/f", i);
+			CHECK(t_paths(mfd, sub, NULL) == 0);
+		}
+		CHECK(de_note_read(ctx, mfd, 0, 0) == -1);
+		CHECK(de_count(ctx, &s, 1, NULL, &n) == 0 && n == 21);
+		CHECK(de_note_read(ctx, mfd, 0, 0) == 1);
+		CHECK(de_remove(ctx, mfd, &g, 1, NULL, NULL, &sum) == 0);
+		CHECK(sum.removed_total == 21);
+		CHECK(de_explain(ctx, line, sizeof(line)) > 0);
+		CHECK(strstr(line, "global") && !strstr(line, "first reads"));
+		t_umount(mfd);
+		mfd = -1;
+	}
 
 	/* Any depth, two fds at a time. */
 	CHECK(chain(dfd, "deep") == 0);
