@@ -202,7 +202,7 @@ static struct de__ino_ent *window_order(struct de__global *g,
 					size_t run_bytes, size_t *nv)
 {
 	struct de__ino_ent *v = g->ents ? malloc(g->ents * sizeof(*v)) : NULL;
-	size_t i, k, from = 0, bytes = 0;
+	size_t i, k;
 
 	*nv = 0;
 	for (k = 0; v && k < g->nwin; k++) {
@@ -214,12 +214,6 @@ static struct de__ino_ent *window_order(struct de__global *g,
 			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
 			    e->done)
 				continue;
-			if (run_bytes && bytes >= run_bytes) {
-				de__sort_by_ino(v + from, *nv - from);
-				from = *nv;
-				bytes = 0;
-			}
-			bytes += de__dirent_bytes(e);
 			v[*nv].ino = e->ino;
 			v[*nv].n = n;
 			v[*nv].i = (uint32_t)i;
@@ -228,7 +222,7 @@ static struct de__ino_ent *window_order(struct de__global *g,
 		}
 	}
 	if (v)
-		de__sort_by_ino(v + from, *nv - from);
+		de__sort_ino_runs(v, *nv, run_bytes);
 	return v;
 }
 

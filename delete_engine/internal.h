@@ -633,6 +633,18 @@ struct de__ino_ent {
 	uint32_t i, k;
 };
 void de__sort_by_ino(struct de__ino_ent *v, size_t n);
+/*
+ * Sort v[0..n), n elements of size bytes, in runs: a run closes once
+ * its elements' bytes_of() reach run (0: all one run), and each run is
+ * sorted by cmp (arg is handed to both).  How a huge directory's files,
+ * or a window's, are cut into runs of the directory blocks a journal
+ * transaction keeps (policy.c journal_blocks).
+ */
+void de__sort_runs(void *v, size_t n, size_t size, size_t run,
+		   size_t (*bytes_of)(const void *el, void *arg),
+		   int (*cmp)(const void *, const void *, void *), void *arg);
+/* de__sort_runs() of window entries by inode, bytes their dirents'. */
+void de__sort_ino_runs(struct de__ino_ent *v, size_t n, size_t run);
 
 /* policy.c */
 unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets);

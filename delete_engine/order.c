@@ -55,12 +55,19 @@ static int cmp_ino(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_target_ino(const void *a, const void *b)
+static int cmp_target_ino(const void *a, const void *b, void *arg)
 {
 	uint64_t x = ((const struct de_target *)a)->ino;
 	uint64_t y = ((const struct de_target *)b)->ino;
 
+	(void)arg;
 	return x < y ? -1 : x > y;
+}
+
+static size_t target_bytes(const void *el, void *arg)
+{
+	(void)arg;
+	return de__name_bytes(strlen(((const struct de_target *)el)->name));
 }
 
 /*
@@ -180,6 +187,13 @@ static void directory_order(struct de__node *n, int fd, uint32_t *idx,
 	free(key);
 }
 
+static size_t idx_bytes(const void *el, void *arg)
+{
+	const struct de__node *n = arg;
+
+	return de__dirent_bytes(&n->ls.ents[*(const uint32_t *)el]);
+}
+
 /*
  * Index array of n's non-directory entries to delete, in the order to
  * unlink them: inode order where wanted.  A listing of more than the
@@ -192,7 +206,7 @@ static void directory_order(struct de__node *n, int fd, uint32_t *idx,
 uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
 {
 	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
-	size_t i, k = 0, from = 0, bytes = 0;
+	size_t i, k = 0, bytes = 0;
 	size_t run = n->ctx->run.plan.chunk_blocks * 4096;
 
 	*count = 0;
@@ -215,15 +229,7 @@ uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
 	}
 	if (!n->parent || n->fl.base)
 		directory_order(n, fd, idx, k);
-	for (i = 0, bytes = 0; i <= k; i++) {
-		if (i == k || bytes >= run) {
-			qsort_r(idx + from, i - from, sizeof(*idx), cmp_ino, n);
-			from = i;
-			bytes = 0;
-		}
-		if (i < k)
-			bytes += de__dirent_bytes(&n->ls.ents[idx[i]]);
-	}
+	de__sort_runs(idx, k, sizeof(*idx), run, idx_bytes, cmp_ino, n);
 	return idx;
 }
 
@@ -238,6 +244,45 @@ static int by_ino(const void *a, const void *b)
 void de__sort_by_ino(struct de__ino_ent *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), by_ino);
+}
+
+/* See internal.h. */
+void de__sort_runs(void *v, size_t n, size_t size, size_t run,
+		   size_t (*bytes_of)(const void *el, void *arg),
+		   int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	char *base = v;
+	size_t i, from = 0, bytes = 0;
+
+	for (i = 0; i <= n; i++) {
+		if (i == n || (run && bytes >= run)) {
+			qsort_r(base + from * size, i - from, size, cmp, arg);
+			from = i;
+			bytes = 0;
+		}
+		if (i < n)
+			bytes += bytes_of(base + i * size, arg);
+	}
+}
+
+static size_t ino_ent_bytes(const void *el, void *arg)
+{
+	const struct de__ino_ent *x = el;
+
+	(void)arg;
+	return de__dirent_bytes(&x->n->ls.ents[x->i]);
+}
+
+static int ino_ent_cmp(const void *a, const void *b, void *arg)
+{
+	(void)arg;
+	return by_ino(a, b);
+}
+
+/* See internal.h. */
+void de__sort_ino_runs(struct de__ino_ent *v, size_t n, size_t run)
+{
+	de__sort_runs(v, n, sizeof(*v), run, ino_ent_bytes, ino_ent_cmp, NULL);
 }
 
 static const char *target_name(const void *arg, size_t j, size_t *len)
@@ -260,7 +305,7 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 			size_t w)
 {
 	struct stat st;
-	size_t i, from = 0, bytes = 0, run = 0;
+	size_t i, bytes = 0, run = 0;
 	uint64_t *key = NULL;
 	struct de_target *was = NULL;
 
@@ -275,7 +320,7 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 	if (!key || !was || dir_order(ctx, dirfd, w, target_name, t, key)) {
 		free(key);
 		free(was);
-		qsort(t, w, sizeof(*t), cmp_target_ino);
+		qsort_r(t, w, sizeof(*t), cmp_target_ino, NULL);
 		return;
 	}
 	memcpy(was, t, w * sizeof(*t));
@@ -283,15 +328,7 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 		t[i] = was[(uint32_t)key[i]];
 	free(was);
 	free(key);
-	for (i = 0, bytes = 0; i <= w; i++) {
-		if (i == w || bytes >= run) {
-			qsort(t + from, i - from, sizeof(*t), cmp_target_ino);
-			from = i;
-			bytes = 0;
-		}
-		if (i < w)
-			bytes += de__name_bytes(strlen(t[i].name));
-	}
+	de__sort_runs(t, w, sizeof(*t), run, target_bytes, cmp_target_ino, NULL);
 }
 
 /* See delete_engine.h. */
