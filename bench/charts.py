@@ -40,6 +40,15 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl'
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
                                    'bench/results/2026-12-06/slowdisk-250k-dir-stock.jsonl']),
                 (1000000, '16 MiB', ['bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
+# Trees of 1,000 files a directory, shuffled, at about 62,000 files per
+# MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
+TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
+               (250000, '4 MiB', ['bench/results/2026-12-06/scale-250k.jsonl']),
+               (1000000, '16 MiB', ['bench/results/2026-12-06/scale-1m.jsonl']),
+               (4000000, '64 MiB', ['bench/results/2026-12-06/scale-4m.jsonl'])]
+# Peers recorded under another name: scale-1m's "cur" is rsync-de at
+# 59c374f (bench/results/2026-12-06/NOTES.md, "Trees at scale").
+PEER_ALIASES = {'cur': 'rsync-de'}
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 -a --delete', '#aaaaaa')]
@@ -251,26 +260,31 @@ def chart_slow(plt, med, path, show):
                 f'{p} {med[c[1:]][p]:.1f} s' for p, _, _ in SLOW_PEERS if p in med[c[1:]]))
 
 
-def scale_costs():
-    """{(files, peer): median ms per file} of one directory on hdd."""
+def scale_costs(points, tree):
+    """{(files, peer): median ms per file} of a tree shape on hdd.  A run
+    stopped early counts at its rate; a peer named NAME@BUILD is NAME."""
     runs = {}
-    for files, _, paths in SCALE_POINTS:
+    for files, _, paths in points:
         for path in paths:
+            if not os.path.exists(os.path.join(TOP, path)):
+                continue
             for r in read_jsonl(os.path.join(TOP, path)):
-                if (r.get('tree') != 'flat' or r.get('model') != 'hdd' or
+                if (r.get('tree') != tree or r.get('model') != 'hdd' or
                         r['dirs'] * r['files'] != files or r.get('sync_fraction')):
                     continue
                 secs = r['secs'] if not r.get('stopped') else \
                     r['secs'] * r['entries'] / max(r['freed'], 1)
-                runs.setdefault((files, r['peer']), []).append(1000 * secs / files)
+                peer = r['peer'].split('@')[0]
+                peer = PEER_ALIASES.get(peer, peer)
+                runs.setdefault((files, peer), []).append(1000 * secs / files)
     return {k: statistics.median(v) for k, v in runs.items()}
 
 
-def chart_scale(plt, cost, path, show):
-    """Milliseconds per file against the directory's size, log-log."""
+def chart_scale(plt, cost, points, title, path, show):
+    """Milliseconds per file against the number of files, log-log."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for peer, legend, colour in SLOW_PEERS:
-        pts = [(f, cost[(f, peer)]) for f, _, _ in SCALE_POINTS if (f, peer) in cost]
+        pts = [(f, cost[(f, peer)]) for f, _, _ in points if (f, peer) in cost]
         if not pts:
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], 'o-', color=colour, label=legend)
@@ -281,10 +295,10 @@ def chart_scale(plt, cost, path, show):
             print(f'{path}: {legend}: ' + ', '.join(f'{f} {c:.3f} ms' for f, c in pts))
     ax.set_xscale('log')
     ax.set_yscale('log')
-    ax.set_xticks([f for f, _, _ in SCALE_POINTS])
-    ax.set_xticklabels([f'{f:,}\n{j} journal' for f, j, _ in SCALE_POINTS], fontsize='small')
+    ax.set_xticks([f for f, _, _ in points])
+    ax.set_xticklabels([f'{f:,}\n{j} journal' for f, j, _ in points], fontsize='small')
     ax.set_ylabel('ms per file, delete + sync (lower is faster)')
-    ax.set_title('Slow disk (hdd model): one directory, by its size')
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize='small')
     fig.tight_layout()
@@ -314,7 +328,12 @@ def main():
     chart_local(plt, local_ratios(read_jsonl(a.local)), os.path.join(a.out, 'local.png'), a.print)
     chart_slow(plt, slow_medians(a.slowdisk), os.path.join(a.out, 'slowdisk.png'), a.print)
     chart_forms(plt, form_medians(), os.path.join(a.out, 'forms.png'), a.print)
-    chart_scale(plt, scale_costs(), os.path.join(a.out, 'scale.png'), a.print)
+    chart_scale(plt, scale_costs(SCALE_POINTS, 'flat'), SCALE_POINTS,
+                'Slow disk (hdd model): one directory, by its size',
+                os.path.join(a.out, 'scale.png'), a.print)
+    chart_scale(plt, scale_costs(TREE_POINTS, 'shuffled'), TREE_POINTS,
+                'Slow disk (hdd model): shuffled trees of 1,000-file directories',
+                os.path.join(a.out, 'scale-trees.png'), a.print)
 
 
 if __name__ == '__main__':
