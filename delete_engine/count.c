@@ -3,8 +3,8 @@
  * estimate of the time it has left (rsync's --progress).
  *
  * One thread, one pass, two fds at a time whatever the depth: a directory
- * is read whole, its subdirectories' names kept, and it is closed before
- * the first of them is entered; going back up opens ".." and checks that
+ * is read whole, its subdirectories' names kept, and it is closed as soon
+ * as one of them is open; going back up opens ".." and checks that
  * it is still the directory that was left (dev and inode), else the
  * count stops there, short.  Like the removal, it never follows a
  * symlink (O_NOFOLLOW from a verified fd) and never enters a mount point
@@ -168,10 +168,8 @@ static int count_tree(struct counter *c, int dirfd, const char *name)
 
 	if (fd < 0)
 		return 0;
-	if ((rc = push(c, fd, name, &st)) != 0) {
-		close(fd);
-		return rc;
-	}
+	if ((rc = push(c, fd, name, &st)) != 0)
+		goto out;
 	while (fd >= 0 && !c->cancelled) {
 		struct frame *f = &c->stack[c->depth - 1];
 		const char *sub;
@@ -191,6 +189,7 @@ static int count_tree(struct counter *c, int dirfd, const char *name)
 		if ((rc = push(c, fd, sub, &st)) != 0)
 			break;
 	}
+out:
 	if (fd >= 0)
 		close(fd);
 	while (c->depth)
