@@ -14,6 +14,8 @@ it (root):
     is FUSE's and the loop device's own time);
   * cloud: random reads and writes, mixed, share one budget of --iops
     (within 15%), and a 1 MiB request counts as four 256 KiB ops;
+  * --trace lists each request the model served after the counters'
+    reset, in order, with its offset and length;
   * ext4 made on the image, mounted through the model, written and
     unmounted, is clean (e2fsck -fn) and has what was written, read from
     the image without the model.
@@ -121,6 +123,25 @@ with SlowDisk(image, 'cloud', [f'--iops={IOPS}'], scheduler='none') as disk:
     st = disk.stats()	# the kernel may split each read: ceil() per piece
     if not 40 <= st['ops'] <= 40 + st['reads'] - 1 or st['read_bytes'] != 10 << 20:
         test_fail(f'cloud: ten 1 MiB reads are not 40 256 KiB ops: {st}')
+
+# ---- --trace: each request, in order ---------------------------------------
+trace = SCRATCHDIR / 'trace.txt'
+with SlowDisk(image, 'hdd', [f'--trace={trace}'], scheduler='none') as disk:
+    disk.reset()
+    want = [('W' if i % 3 == 0 else 'R', rng.randrange(SIZE >> 12) << 12) for i in range(12)]
+    fd = os.open(disk.dev, os.O_RDWR | os.O_DIRECT)
+    try:
+        for rw, off in want:
+            (os.pwritev if rw == 'W' else os.preadv)(fd, [memoryview(buf)[:4096]], off)
+    finally:
+        os.close(fd)
+    st = disk.stats()
+lines = trace.read_text().split('\n')
+got = [(w[1], int(w[2])) for w in (line.split() for line in lines[lines.index('reset') + 1:])
+       if len(w) == 4 and w[3] == '4096']
+if got != want or st['reads'] + st['writes'] != len(want):
+    test_fail(f'--trace: {len(got)} lines for {len(want)} requests, or not in order: {got[:4]}')
+print(f'--trace: the {len(want)} requests, in order')
 
 # ---- A file system on it keeps its data ------------------------------------
 p = run(['mkfs.ext4', '-q', '-F', image])

@@ -17,6 +17,10 @@
  *   cloud  a volume with one budget of operations a second shared by
  *          reads and writes, each op at most --op-kib, and a latency.
  *          --iops=N (400) --op-kib=N (256) --latency=MS (0.5)
+ *   --trace=FILE appends each request to FILE as it is served, a line
+ *          "SECONDS R|W OFFSET LENGTH" (the model's clock, bytes), and
+ *          "reset" where the counters were set to zero: where a run's
+ *          requests went (journal, inode tables, directories).
  *
  * Time is sleeps on a virtual clock, not work: a request finishes at
  * max(now, when the disk went idle) + what the model charges, and the
@@ -71,10 +75,13 @@ const struct option model_options[] = {
 	{ "iops", required_argument, NULL, 'i' },
 	{ "op-kib", required_argument, NULL, 'o' },
 	{ "latency", required_argument, NULL, 'l' },
+	{ "trace", required_argument, NULL, 'T' },
 	{ NULL, 0, NULL, 0 }
 };
 
 static int img_fd = -1;
+static const char *trace_path;
+static FILE *trace;		/* --trace: one line a request */
 static uint64_t capacity;
 
 /* The disk's state and its counters.  One thread touches them. */
@@ -151,6 +158,10 @@ static int serve(uint64_t arrived, int writing, uint64_t off, ssize_t n)
 	}
 	c.model_s += (double)(done - start) / 1e9;
 	busy_until = done;
+	if (trace)
+		fprintf(trace, "%.6f %c %llu %llu\n", (double)start / 1e9,
+			writing ? 'W' : 'R', (unsigned long long)off,
+			(unsigned long long)len);
 	fm_sleep_until(done);
 	return (int)n;
 }
@@ -225,6 +236,8 @@ void model_report(struct fm_text *t)
 void model_reset(void)
 {
 	memset(&c, 0, sizeof c);
+	if (trace)
+		fputs("reset\n", trace);
 }
 
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
@@ -293,6 +306,7 @@ const char model_usage[] =
 	"  hdd:   --seek-min=MS (0.8) --seek-max=MS (15.0) --rpm=N (7200)\n"
 	"         --mbps=N (150) --seed=N (1)\n"
 	"  cloud: --iops=N (400) --op-kib=N (256) --latency=MS (0.5)\n"
+	"  --trace=FILE: append each request to FILE (seconds, R|W, offset, length)\n"
 	"Serves IMAGE as MOUNTPOINT/disk at the model's speed; MOUNTPOINT/stats\n"
 	"has the counters.  See bench/slowdisk/README.md.\n";
 
@@ -315,6 +329,7 @@ int model_option(int opt, const char *arg)
 	case 'i': m.iops = fm_number("iops", arg, 0.001); break;
 	case 'o': m.op_bytes = (uint64_t)fm_number("op-kib", arg, 1) << 10; break;
 	case 'l': m.latency = fm_number("latency", arg, 0) / 1e3; break;
+	case 'T': trace_path = arg; break;
 	default: return -1;
 	}
 	return 0;
@@ -338,6 +353,16 @@ int model_start(const char *image)
 	if (!capacity) {
 		fprintf(stderr, "slowdisk: %s is empty\n", image);
 		return 1;
+	}
+	if (trace_path) {
+		/* Opened before the daemon detaches; a line at a time, so a
+		 * daemon ended by the unmount leaves every line. */
+		trace = fopen(trace_path, "ae");
+		if (!trace) {
+			fprintf(stderr, "slowdisk: %s: %s\n", trace_path, strerror(errno));
+			return 1;
+		}
+		setvbuf(trace, NULL, _IOLBF, 0);
 	}
 	/* One request at a time. */
 	fm_fuse_arg("-s");
