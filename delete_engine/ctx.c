@@ -3,7 +3,9 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,33 +22,68 @@ uint64_t de__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The fds the process has open, below limit: /proc/self/fd's entries
+ * (less the one reading it), else one fcntl() each. */
+static long open_fds(long limit)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = 0, fd;
+
+	if (d) {
+		while (readdir(d))
+			n++;
+		closedir(d);
+		return n > 3 ? n - 3 : 0;	/* ".", ".." and d's own */
+	}
+	for (fd = 0; fd < limit; fd++)
+		n += fcntl((int)fd, F_GETFD) >= 0;
+	return n;
+}
+
 /*
  * The fd budget of a context: half of the fds RLIMIT_NOFILE leaves free
  * when its workers start, after DE__FD_RESERVE more for the caller's
- * hooks, at most 256 (beyond the directories being worked on, a few per
- * thread, held fds only save reopen syscalls) and at least 1.  The
- * caller's open fds are counted when the limit is small enough for them
- * to matter (under 1,024: one fcntl() each); above it they are assumed
- * to leave room for 256.  The budget is a target, not a promise:
- * de__open_dir() closes held fds and waits when the process runs out
- * (EMFILE).
+ * hooks, at most DE__FD_BUDGET_MAX and at least 1.  The budget is a
+ * target, not a promise: de__open_dir() closes held fds and waits when
+ * the process runs out (EMFILE).
  */
 int de__fd_budget(void)
 {
 	struct rlimit rl;
-	long b = DE__FD_BUDGET_MAX, open = 0, fd;
+	long b = DE__FD_BUDGET_MAX;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < 1024) {
-		for (fd = 0; fd < (long)rl.rlim_cur; fd++)
-			open += fcntl((int)fd, F_GETFD) >= 0;
-		b = ((long)rl.rlim_cur - open - DE__FD_RESERVE) / 2;
+	    rl.rlim_cur < (rlim_t)(2 * DE__FD_BUDGET_MAX + 1024)) {
+		long lim = (long)rl.rlim_cur;
+
+		b = (lim - open_fds(lim) - DE__FD_RESERVE) / 2;
 	}
 	if (b > DE__FD_BUDGET_MAX)
 		b = DE__FD_BUDGET_MAX;
 	if (b < 1)
 		b = 1;
 	return (int)b;
+}
+
+/* See delete_engine.h. */
+long de_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < DE_FD_LIMIT_WANT) {
+		rlim_t want = DE_FD_LIMIT_WANT;
+
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+			want = rl.rlim_max;
+		if (want > rl.rlim_cur) {
+			rl.rlim_cur = want;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				return -errno;
+		}
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? LONG_MAX : (long)rl.rlim_cur;
 }
 
 /* See delete_engine.h.  Returns 0, -EINVAL or -ENOMEM. */
@@ -158,7 +195,7 @@ int de__ctx_start(de_ctx *ctx)
 	}
 	ctx->pool_ready = 1;
 	/* Once per context, not per run: rsync calls de_remove() once per
-	 * directory of a sync, and counting fds costs one fcntl() each.
+	 * directory of a sync, and counting fds may cost one fcntl() each.
 	 * The caller's fds are about what they will be on later runs; when
 	 * they grow, de__open_dir() copes with EMFILE. */
 	ctx->fd_budget = de__fd_budget();

@@ -23,9 +23,17 @@
  * for a server: "Engine heuristics", "64 workers (2026-12-05)". */
 #define DE__LAT_THREADS		64u
 
-/* The fd budget: at most this many held (past that, held fds only save
- * reopens), after DE__FD_RESERVE for the caller's hooks.  A bound. */
-#define DE__FD_BUDGET_MAX	256
+/* The fd budget: at most this many held, after DE__FD_RESERVE for the
+ * caller's hooks.  A bound.  The pool's directories need a few per
+ * thread (past that, held fds only save reopens); the global schedule's
+ * window holds half of it (global.c): 2,048 directories, more than half
+ * a transaction of a 64 MiB journal's directory blocks.  At 256 (128
+ * directories), a tree of 4,000,000 files was swept at 0.5 files per
+ * inode-table block, each write home 1.6 blocks long: 250 files a second
+ * on the hdd model, where 2,048 went three times as fast
+ * (bench/results/2026-12-06/NOTES.md).  DE_FD_LIMIT_WANT is twice it and
+ * room for the caller's. */
+#define DE__FD_BUDGET_MAX	4096
 #define DE__FD_RESERVE		4
 
 /* de_config.progress_ms's default: rsync's keep-alives and progress

@@ -989,6 +989,9 @@ int main(int argc, char **argv)
 		de_config_polite(&cl.cfg, cl.cfg.rate);
 		(void)de_polite_io();
 	}
+	/* A window of the global schedule holds an fd per directory: under
+	 * a soft limit of 1,024 it would be a quarter of what it should. */
+	(void)de_raise_fd_limit();
 	rc = de_ctx_new(&ctx, &cl.cfg);
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", prog, de_strerror(rc));
