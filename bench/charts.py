@@ -44,14 +44,21 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl'
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
 TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
                (250000, '4 MiB', ['bench/results/2026-12-06/scale-250k.jsonl']),
-               (1000000, '16 MiB', ['bench/results/2026-12-06/scale-1m.jsonl']),
-               (4000000, '64 MiB', ['bench/results/2026-12-06/scale-4m.jsonl'])]
+               (1000000, '16 MiB', ['bench/results/2026-12-06/scale-1m.jsonl',
+                                    'bench/results/2026-12-06/scale-1m-window.jsonl']),
+               (4000000, '64 MiB', ['bench/results/2026-12-06/scale-4m.jsonl',
+                                    'bench/results/2026-12-06/scale-4m-window.jsonl'])]
 # Peers recorded under another name: scale-1m's "cur" is rsync-de at
 # 59c374f (bench/results/2026-12-06/NOTES.md, "Trees at scale").
 PEER_ALIASES = {'cur': 'rsync-de'}
+# Where a size has runs of this build, they alone are rsync-de's: the
+# windows that take the directories the fds allow (ef4304d); the cells
+# it left alone (40,000 and 250,000: windows of fewer directories) keep
+# the earlier builds' runs.
+TREE_BUILD = 'rsync-de@ef4304d'
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
-              ('stock', 'rsync 3.5.1 -a --delete', '#aaaaaa')]
+              ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
 
 
 def read_jsonl(path):
@@ -277,7 +284,12 @@ def scale_costs(points, tree):
                 peer = r['peer'].split('@')[0]
                 peer = PEER_ALIASES.get(peer, peer)
                 runs.setdefault((files, peer), []).append(1000 * secs / files)
-    return {k: statistics.median(v) for k, v in runs.items()}
+                if r['peer'] == TREE_BUILD:
+                    runs.setdefault((files, TREE_BUILD), []).append(1000 * secs / files)
+    for files, _, _ in points:
+        if (files, TREE_BUILD) in runs:
+            runs[(files, 'rsync-de')] = runs[(files, TREE_BUILD)]
+    return {k: statistics.median(v) for k, v in runs.items() if k[1] != TREE_BUILD}
 
 
 def chart_scale(plt, cost, points, title, path, show):
