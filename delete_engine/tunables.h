@@ -89,11 +89,13 @@
 #define DE__PROBE_ENTS_MAX	4096u
 #define DE__SLOW_READ_NS	2000000u
 
-/* A global window's entries (24 bytes each in its sort: 12 MiB), and
- * its directory blocks where the journal's size is not known (half of
- * a 4 MiB journal's transaction): "Slow disks",
- * bench/results/2026-12-03/NOTES.md. */
-#define DE__WIN_ENTS		(1u << 19)
+/* A global window's entries (24 bytes each in its sort, about 100 with
+ * their listings: 38 MiB), and its directory blocks where the journal's
+ * size is not known (half of a 4 MiB journal's transaction): "Slow
+ * disks", bench/results/2026-12-03/NOTES.md.  At 524,288 a tree of ten
+ * million peaked at 62.2 MiB, where 341 directories of 1,000 files a
+ * window went as fast as 524 on four million (2026-12-06/NOTES.md). */
+#define DE__WIN_ENTS		(3u << 17)
 #define DE__WIN_BLOCKS		170u
 
 /* ---- Polite deletion (pace.c) -------------------------------------- */
