@@ -51,11 +51,12 @@ TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
 # Peers recorded under another name: scale-1m's "cur" is rsync-de at
 # 59c374f (bench/results/2026-12-06/NOTES.md, "Trees at scale").
 PEER_ALIASES = {'cur': 'rsync-de'}
-# Where a size has runs of this build, they alone are rsync-de's: the
-# windows that take the directories the fds allow (ef4304d); the cells
-# it left alone (40,000 and 250,000: windows of fewer directories) keep
-# the earlier builds' runs.
-TREE_BUILD = 'rsync-de@ef4304d'
+# Where a size has runs of these builds, they alone are rsync-de's: the
+# windows that take the directories the fds allow (ef4304d; 89d71ab
+# bounds their entries at 393,216, which the million's do not reach);
+# the cells they left alone (40,000 and 250,000: windows of fewer
+# directories) keep the earlier builds' runs.
+TREE_BUILDS = ('rsync-de@ef4304d', 'rsync-de@89d71ab')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
@@ -284,12 +285,12 @@ def scale_costs(points, tree):
                 peer = r['peer'].split('@')[0]
                 peer = PEER_ALIASES.get(peer, peer)
                 runs.setdefault((files, peer), []).append(1000 * secs / files)
-                if r['peer'] == TREE_BUILD:
-                    runs.setdefault((files, TREE_BUILD), []).append(1000 * secs / files)
+                if r['peer'] in TREE_BUILDS:
+                    runs.setdefault((files, 'current'), []).append(1000 * secs / files)
     for files, _, _ in points:
-        if (files, TREE_BUILD) in runs:
-            runs[(files, 'rsync-de')] = runs[(files, TREE_BUILD)]
-    return {k: statistics.median(v) for k, v in runs.items() if k[1] != TREE_BUILD}
+        if (files, 'current') in runs:
+            runs[(files, 'rsync-de')] = runs.pop((files, 'current'))
+    return {k: statistics.median(v) for k, v in runs.items()}
 
 
 def chart_scale(plt, cost, points, title, path, show):
