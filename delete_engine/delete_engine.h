@@ -466,10 +466,11 @@ int de_polite_io(void);
  * what a context's fd budget can use (DE_FD_LIMIT_WANT).  The global
  * schedule holds an fd for each directory of its window, and a window of
  * a few hundred directories sweeps the inode table densely enough to
- * write it home in long runs; under the usual soft limit of 1,024, half of
- * them.  Process-wide, so the front end asks for it, before de_ctx_new();
- * not for a process that hands fds above 1,023 to select().  Never lowers
- * the limit.  Returns the soft limit now in force, or a negative errno.
+ * write it home in long runs; under the usual soft limit of 1,024 a
+ * window holds at most about 250.  Process-wide, so the front end asks
+ * for it, before de_ctx_new(); not for a process that hands fds above
+ * 1,023 to select().  Never lowers the limit.  Returns the soft limit
+ * now in force, or a negative errno.
  */
 #define DE_FD_LIMIT_WANT	8704
 long de_raise_fd_limit(void);

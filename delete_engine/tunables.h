@@ -30,7 +30,7 @@
  * a transaction of a 64 MiB journal's directory blocks.  At 256 (128
  * directories), a tree of 4,000,000 files was swept at 0.5 files per
  * inode-table block, each write home 1.6 blocks long: 250 files a second
- * on the hdd model, where 2,048 went three times as fast
+ * on the hdd model, where a budget of 2,048 went three times as fast
  * (bench/results/2026-12-06/NOTES.md).  DE_FD_LIMIT_WANT is twice it and
  * room for the caller's. */
 #define DE__FD_BUDGET_MAX	4096

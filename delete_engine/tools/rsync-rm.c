@@ -990,7 +990,7 @@ int main(int argc, char **argv)
 		(void)de_polite_io();
 	}
 	/* A window of the global schedule holds an fd per directory: under
-	 * a soft limit of 1,024 it would be a quarter of what it should. */
+	 * a soft limit of 1,024, at most about 250 of its 2,048. */
 	(void)de_raise_fd_limit();
 	rc = de_ctx_new(&ctx, &cl.cfg);
 	if (rc) {
