@@ -13,7 +13,9 @@ deleted; flat: one directory of dirs x files; in-order: created
 directory by directory).  Each run copies the image, attaches the copy
 through the model (SlowDisk: a fresh daemon and loop device, so nothing
 is cached), mounts it and times the delete plus `sync -f`.  The model's
-counters give the requests and bytes read and written, and its seeks.
+counters give the requests and bytes read and written, and its seeks;
+each record also has the pages the kernel read back after evicting them
+(refaults) and the machine's proactive reclaim (slowdisk/README.md).
 Rounds alternate the peers' order.  Root only.
 
 The tree is w/d/t, and d holds nothing else.  Most peers delete t's
@@ -203,6 +205,36 @@ def jbd2(dev):
     return out
 
 
+def refaults():
+    """Pages the kernel has read back after evicting them, machine-wide
+    (/proc/vmstat workingset_refault_file)."""
+    for line in Path('/proc/vmstat').read_text().splitlines():
+        name, _, value = line.partition(' ')
+        if name == 'workingset_refault_file':
+            return int(value)
+    return 0
+
+
+def reclaim():
+    """The machine's proactive reclaim, as 'damon pageout after N s' for
+    each running DAMON scheme that pages out memory idle that long; ''
+    without one."""
+    out = []
+    for kd in sorted(Path('/sys/kernel/mm/damon/admin/kdamonds').glob('[0-9]*')):
+        try:
+            if (kd / 'state').read_text().strip() != 'on':
+                continue
+            for ctx in sorted(kd.glob('contexts/[0-9]*')):
+                aggr = int((ctx / 'monitoring_attrs/intervals/aggr_us').read_text())
+                for sch in sorted(ctx.glob('schemes/[0-9]*')):
+                    if (sch / 'action').read_text().strip() == 'pageout':
+                        age = int((sch / 'access_pattern/age/min').read_text())
+                        out.append(f'damon pageout after {age * aggr / 1e6:g} s')
+        except (OSError, ValueError):
+            continue
+    return ', '.join(out)
+
+
 def used_inodes(mnt):
     st = os.statvfs(mnt)
     return st.f_files - st.f_ffree
@@ -229,7 +261,10 @@ def one_run(img, model, peer, opts, src=None, limit=0):
     """Copy img, delete w/d/t (or sync src into it) through the model;
     returns a record.  With a limit, a run still going then is stopped,
     and the record has the inodes it freed in that time (freed)."""
-    run = img + '.run'
+    # A name of its own: runs of one image side by side must not share it.
+    fd, run = tempfile.mkstemp(prefix=os.path.basename(img) + '.', suffix='.run',
+                               dir=os.path.dirname(img) or '.')
+    os.close(fd)
     sh(['cp', '--sparse=always', img, run])
     mnt = tempfile.mkdtemp(prefix='slowdisk-run-')
     try:
@@ -241,6 +276,7 @@ def one_run(img, model, peer, opts, src=None, limit=0):
                 argv = [a.format(t=t, d=t.parent, empty=w / 'empty', src=src)
                         for a in peer_argv(peer)]
                 used = used_inodes(mnt)
+                lost = refaults()
                 disk.reset()
                 t0 = time.monotonic()
                 p, stopped = timed(argv, limit)
@@ -249,6 +285,7 @@ def one_run(img, model, peer, opts, src=None, limit=0):
                 if not stopped:
                     sh(['sync', '-f', mnt])
                 t2 = time.monotonic()
+                lost = refaults() - lost
                 st = disk.stats()
                 journal = jbd2(disk.dev)
                 # A stopped run's tree is not walked: through the model
@@ -261,6 +298,7 @@ def one_run(img, model, peer, opts, src=None, limit=0):
         os.unlink(run)
     return dict(peer=peer, secs=t2 - t0, sync=t2 - t1, rc=p.returncode, left=left,
                 stopped=stopped, freed=freed, err=p.stderr[-300:], jbd2=journal,
+                refaults=lost, reclaim=reclaim(),
                 **{k: st[k] for k in st if k != 'model'})
 
 
