@@ -222,6 +222,12 @@ void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks)
 	ctx->global_blocks = blocks;
 }
 
+/* See delete_engine_test.h. */
+void de_test_global_fill(de_ctx *ctx, int fill)
+{
+	ctx->global_fill = fill;
+}
+
 /*
  * Grow the pool to n workers (at most its slots) for a run that wants
  * more than the CPUs: a latency-bound file system (policy.c
@@ -292,6 +298,8 @@ const char *de_op_name(enum de_op op)
 	case DE_OP_RMDIR: return "rmdir";
 	case DE_OP_CHMOD: return "chmod";
 	}
+	if ((int)op == DE_OP_TOUCH)
+		return "touch";
 	return (int)op == DE_OP_THREAD ? "thread" : "?";
 }
 

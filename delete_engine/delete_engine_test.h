@@ -35,6 +35,11 @@ extern "C" {
  * reopened through a child): tests count them. */
 #define DE_OP_REOPEN		(DE_OP_CHMOD + 2)
 
+/* The fault hook's op for marking a file of a later window changed, to
+ * fill a hole in the window's inode order (global.c fill_holes): tests
+ * see which files are touched. */
+#define DE_OP_TOUCH		(DE_OP_CHMOD + 3)
+
 /*
  * Fault injection: fn is asked (possibly on a worker thread, so it must
  * be thread-safe) before each syscall the engine makes on an entry, and
@@ -51,6 +56,11 @@ int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
 /* DE_SCHED_GLOBAL's window: at most ents entries and blocks directory
  * blocks (0: the defaults, global.c), so that tests see several. */
 void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks);
+
+/* Whether DE_SCHED_GLOBAL fills its inode order's holes (global.c
+ * fill_holes): 1 always, -1 never, 0 as planned (on ext4 with a
+ * journal), so that tests on tmpfs see it. */
+void de_test_global_fill(de_ctx *ctx, int fill);
 
 /*
  * Plan a call as de_remove() would for a start directory on a file

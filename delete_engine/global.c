@@ -19,6 +19,8 @@
  * unlinked from), or more directory blocks than half a journal
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
+ * On ext4 the next window is read ahead, within the same entries and
+ * fds, and files of it fill the holes of this one's order (fill_holes).
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
@@ -188,9 +190,10 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
 }
 
 /*
- * The window's files to unlink, sorted by inode; *nv of them, or NULL
- * without memory for them.  Where a directory read last makes the
- * window's files' entries more than run_bytes (a huge one: the window
+ * The files of the window's directories k0 to k1 to unlink, sorted by
+ * inode; *nv of them, or NULL without memory for them.  Where a
+ * directory read last makes the window's files' entries more than
+ * run_bytes (a huge one: the window
  * closes only after it), the order is cut into runs of the window's
  * listings, of run_bytes of the files' entries each, each sorted by
  * inode, as de__inode_order() cuts one directory (policy.c
@@ -198,14 +201,17 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
  * files fill the bound (read_window counts each directory's blocks
  * rounded up), so it stays one order.
  */
-static struct de__ino_ent *window_order(struct de__global *g,
-					size_t run_bytes, size_t *nv)
+static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
+					size_t k1, size_t run_bytes, size_t *nv)
 {
-	struct de__ino_ent *v = g->ents ? malloc(g->ents * sizeof(*v)) : NULL;
-	size_t i, k;
+	struct de__ino_ent *v;
+	size_t i, k, ents = 0;
 
+	for (k = k0; k < k1; k++)
+		ents += g->win[k]->ls.nents;
+	v = ents ? malloc(ents * sizeof(*v)) : NULL;
 	*nv = 0;
-	for (k = 0; v && k < g->nwin; k++) {
+	for (k = k0; v && k < k1; k++) {
 		struct de__node *n = g->win[k];
 
 		for (i = 0; i < n->ls.nents; i++) {
@@ -253,31 +259,156 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
 		de__node_keep(ctx, n);
 }
 
-/* Unlink the window's files in one inode order, then let its nodes go. */
-static void flush(de_ctx *ctx, struct de__global *g)
+/*
+ * Filling the holes of a window's inode order.  On ext4 an unlink
+ * dirties the inode-table block of its inode, and the blocks a window's
+ * order dirtied are written home in runs.  Where the tree was grown
+ * shuffled, a window's files sit two or three to a block, and a block
+ * with none of them ends a run: each run is a request, and each costs a
+ * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
+ * "Holes").  So the window is read twice as far: its first part is
+ * unlinked, and where the order skips up to DE__FILL_GAP blocks, one
+ * file of the rest in each skipped block is marked changed (sys.c
+ * de__touch_at: its mode set to what it is), which dirties that block
+ * in the same run.  The file is one this run removes in a later
+ * window, a regular file of the tree found where it was listed; its
+ * ctime is all that changes, and only shows if the run stops before
+ * it comes to it.  The rest is then the next window's first part.
+ * Only where the plan found a jbd2 journal (ext4), and not in ordered
+ * runs, whose batches follow the walk (de__global_read).
+ */
+
+/* The length of the window's first part: directories in read order up
+ * to a window's bounds, half its entries and directories (the rest,
+ * read ahead, is held beside it). */
+static size_t first_part(const struct de__global *g)
 {
-	struct de__ino_ent *v;
-	size_t nv, i, k;
+	size_t k, ents = 0, blocks = 0;
+
+	for (k = 0; k < g->nwin; k++) {
+		if (k && (ents >= g->ents_max / 2 || k >= g->dirs_max / 2 ||
+			  blocks >= g->blocks_max))
+			break;
+		ents += g->win[k]->ls.nents;
+		blocks += dir_blocks(g->win[k]);
+	}
+	return k;
+}
+
+/* The files the window's directories from k0 hold that may fill holes
+ * (see above), by inode; *nf of them, or NULL.  Their directories are
+ * checked in place first (unlink.c de__check_place): one that left the
+ * tree fills nothing, and has its entries decided. */
+static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
+				   size_t k0, size_t *nf)
+{
+	struct de__ino_ent *f;
+	size_t i, k, ents = 0;
+
+	*nf = 0;
+	for (k = k0; k < g->nwin; k++)
+		ents += g->win[k]->ls.nents;
+	f = ents ? malloc(ents * sizeof(*f)) : NULL;
+	for (k = k0; f && k < g->nwin; k++) {
+		struct de__node *n = g->win[k];
+
+		if (!g->wpin[k].n || de__check_place(ctx, n))
+			continue;
+		for (i = 0; i < n->ls.nents; i++) {
+			const struct de__ent *e = &n->ls.ents[i];
+
+			if (e->type != DE_T_FILE || e->action != DE_A_DELETE ||
+			    e->done)
+				continue;
+			f[*nf].ino = e->ino;
+			f[*nf].n = n;
+			f[*nf].i = (uint32_t)i;
+			f[*nf].k = (uint32_t)k;
+			(*nf)++;
+		}
+	}
+	if (f)
+		de__sort_by_ino(f, *nf);
+	return f;
+}
+
+/* Fill the blocks between the ones of inodes prev and ino, if they are
+ * up to DE__FILL_GAP apart, each with a filler it holds. */
+static void fill_holes(de_ctx *ctx, struct de__global *g,
+		       const struct de__ino_ent *f, size_t nf, uint64_t prev,
+		       uint64_t ino)
+{
+	uint64_t b, pb, ib;
+
+	if (!prev || !ino)
+		return;
+	pb = (prev - 1) / DE__ITABLE_INODES;
+	ib = (ino - 1) / DE__ITABLE_INODES;
+	if (ib <= pb + 1 || ib > pb + DE__FILL_GAP)
+		return;
+	for (b = pb + 1; b < ib && !de__cancelled(ctx); b++) {
+		uint64_t lo = b * DE__ITABLE_INODES + 1;
+		size_t a = 0, z = nf;
+
+		while (a < z) {
+			size_t m = a + (z - a) / 2;
+
+			if (f[m].ino < lo)
+				a = m + 1;
+			else
+				z = m;
+		}
+		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES) {
+			const struct de__node *n = f[a].n;
+
+			(void)de__touch_at(ctx, g->wpin[f[a].k].fd,
+					   n->ls.arena + n->ls.ents[f[a].i].name,
+					   n->dev, f[a].ino);
+		}
+	}
+}
+
+/* Unlink the files of the window's first nk directories in one inode
+ * order, the rest filling its holes (g->fill), then let those nodes go;
+ * the rest is the window now. */
+static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
+{
+	struct de__ino_ent *v, *f = NULL;
+	size_t nv, nf = 0, i, k;
+	uint64_t prev = 0;
 
 	/* Nothing of a directory that left the tree since it was read is
 	 * removed (unlink.c de__check_place).  The window is in depth-first
 	 * order, so a parent is told before its children. */
-	for (k = 0; k < g->nwin; k++)
+	for (k = 0; k < nk; k++)
 		(void)de__check_place(ctx, g->win[k]);
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
-	v = window_order(g, ctx->run.plan.chunk_blocks * 4096, &nv);
-	for (i = 0; i < nv; i++)
+	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
+	if (g->fill && nk < g->nwin)
+		f = fillers(ctx, g, nk, &nf);
+	for (i = 0; i < nv; i++) {
+		if (nf)
+			fill_holes(ctx, g, f, nf, prev, v[i].ino);
+		prev = v[i].ino;
 		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
+	}
 	free(v);
+	free(f);
 	/* Deepest first: a directory goes as soon as its last child does,
 	 * the window's pin on it handed over. */
-	for (k = g->nwin; k-- > 0;)
+	for (k = nk; k-- > 0;)
 		de__unlink_phase(ctx, g->win[k], de__pin_move(&g->wpin[k]),
 				 DE__P2_LEFT);
-	g->nwin = 0;
+	memmove(g->win, g->win + nk, (g->nwin - nk) * sizeof(*g->win));
+	memmove(g->wpin, g->wpin + nk, (g->nwin - nk) * sizeof(*g->wpin));
+	g->nwin -= nk;
 	g->ents = 0;
 	g->blocks = 0;
+	for (k = 0; k < g->nwin; k++) {
+		g->ents += g->win[k]->ls.nents;
+		g->blocks += dir_blocks(g->win[k]);
+	}
 }
 
 /* See internal.h. */
@@ -292,6 +423,9 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	g->ents_max = ctx->global_ents ? ctx->global_ents : DE__WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	g->blocks_max = ctx->run.plan.win_blocks;
+	g->fill = !de__ordered(ctx) &&
+		  (ctx->global_fill ? ctx->global_fill > 0 :
+		   ctx->jtx_blocks != 0);
 	if (root->ls.nents && root->ls.ents[0].child &&
 	    root->ls.ents[0].child->fl.base) {
 		size_t k;
@@ -442,7 +576,8 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 	for (;;) {
 		leave_read(ctx, g);
 		if (!(g->nstack && g->ents < g->ents_max &&
-		      g->nwin < g->dirs_max && g->blocks < g->blocks_max &&
+		      g->nwin < g->dirs_max &&
+		      g->blocks < g->blocks_max * (g->fill ? 2 : 1) &&
 		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
 			break;
 		read_one(ctx, g, g->stack[--g->nstack], batch);
@@ -481,8 +616,12 @@ int de__global_step(de_ctx *ctx, struct de__global *g)
 	if (g->probing < 0) {
 		hand_over(ctx, g);
 	} else if (g->nwin) {
-		flush(ctx, g);
-		if (g->nstack)
+		/* Filling, the window's rest waits for the next read; at the
+		 * end of the tree, or cancelled, it goes part by part. */
+		do
+			flush(ctx, g, g->fill ? first_part(g) : g->nwin);
+		while (g->nwin && !(g->nstack && !de__cancelled(ctx)));
+		if (g->nstack || g->nwin)
 			return 1;
 	}
 	de__global_end(g);

@@ -42,6 +42,8 @@ int de__open_dir(de_ctx *ctx, int dfd, const char *name);
 int de__reopen_dir(de_ctx *ctx, int dfd, const char *name);
 int de__fd_budget(void);
 int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags);
+int de__touch_at(de_ctx *ctx, int dfd, const char *name, dev_t dev,
+		 uint64_t ino);
 long de__fs_type(int fd);
 size_t de__journal_tx_blocks(dev_t dev);
 
@@ -376,6 +378,7 @@ struct de_ctx {
 	int fd_budget;
 	/* global.c's window bounds; 0: its defaults (delete_engine_test.h) */
 	size_t global_ents, global_blocks;
+	int global_fill;		/* de_test_global_fill() */
 	/*
 	 * policy.c: the journal transaction size of device jtx_dev, read
 	 * once per device, not on each call: rsync calls once per directory.

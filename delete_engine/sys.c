@@ -136,6 +136,50 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 	return 0;
 }
 
+/*
+ * Mark file name under dfd changed, its mode set to what it is, if it is
+ * still the regular file (dev, ino) that was listed: its inode-table
+ * block joins the running transaction (global.c fill_holes says why),
+ * and its ctime is now.  The file checked is the file changed: it is
+ * held by an O_PATH fd, and chmod goes through /proc/self/fd to it.
+ * Returns 0 or a negative errno (-ESTALE: not that file; -ENOSYS: the
+ * portable build, which does not).
+ */
+int de__touch_at(de_ctx *ctx, int dfd, const char *name, dev_t dev,
+		 uint64_t ino)
+{
+	int e = de__fault(ctx, DE_OP_TOUCH, name);
+#if !defined(DE_PORTABLE) && defined(O_PATH)
+	char path[40];
+	struct stat sb;
+	int fd, rc = 0;
+
+	if (e)
+		return -e;
+	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb)) {
+		rc = -errno;
+	} else if (!S_ISREG(sb.st_mode) || sb.st_dev != dev ||
+		   (uint64_t)sb.st_ino != ino) {
+		rc = -ESTALE;
+	} else {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (chmod(path, sb.st_mode & 07777))
+			rc = -errno;
+	}
+	close(fd);
+	return rc;
+#else
+	(void)dfd;
+	(void)name;
+	(void)dev;
+	(void)ino;
+	return e ? -e : -ENOSYS;
+#endif
+}
+
 static void st_from_stat(struct de__st *st, const struct stat *sb)
 {
 	st->dev = sb->st_dev;

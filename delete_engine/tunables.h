@@ -89,14 +89,23 @@
 #define DE__PROBE_ENTS_MAX	4096u
 #define DE__SLOW_READ_NS	2000000u
 
-/* A global window's entries (24 bytes each in its sort, about 100 with
- * their listings: 38 MiB), and its directory blocks where the journal's
+/* A global window's entries, with the next one's read ahead where it
+ * fills (24 bytes each in its sort, about 100 with their listings:
+ * 38 MiB), and its directory blocks where the journal's
  * size is not known (half of a 4 MiB journal's transaction): "Slow
  * disks", bench/results/2026-12-03/NOTES.md.  At 524,288 a tree of ten
  * million peaked at 62.2 MiB, where 341 directories of 1,000 files a
  * window went as fast as 524 on four million (2026-12-06/NOTES.md). */
 #define DE__WIN_ENTS		(3u << 17)
 #define DE__WIN_BLOCKS		170u
+
+/* global.c fill_holes(): ext4's inodes to an inode-table block (256
+ * bytes each in 4 KiB blocks, mke2fs's default), and the widest run of
+ * blocks without a file of the window that is filled: a write home that
+ * skips a block costs a rotation, one that covers it 27 us on the hdd
+ * model (bench/results/2026-12-06/NOTES.md, "Holes"). */
+#define DE__ITABLE_INODES	16u
+#define DE__FILL_GAP		8u
 
 /* ---- Polite deletion (pace.c) -------------------------------------- */
 

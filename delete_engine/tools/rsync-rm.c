@@ -453,6 +453,8 @@ static void help(void)
 	      "  -G, -D                the global schedule (one inode order per window),\n"
 	      "                          or directory by directory (default: auto)\n"
 	      "  -W N                  global windows of at most N directory blocks\n"
+	      "  -H                    leave the holes of a global window's inode\n"
+	      "                          order unfilled\n"
 	      "  --rate=N, --burst=N   removals a second, in bursts of N\n"
 	      "  --explain             print each operand's plan: the schedule\n"
 	      "                          and why (de_explain())\n"
@@ -496,7 +498,7 @@ static const struct option longopts[] = {
 };
 
 #ifdef DE_RM_MEASURE
-#define SHORTOPTS "dfirvIRj:noxwSAaNOGDW:"
+#define SHORTOPTS "dfirvIRj:noxwSAaNOGDW:H"
 #else
 #define SHORTOPTS "dfirvIR"
 #endif
@@ -842,6 +844,7 @@ struct cmdline {
 	int polite;		/* --polite, RSYNC_RM_POLITE */
 	int prompt_once;	/* -I, --interactive=once */
 	size_t win_blocks;	/* de-rm -W */
+	int fill;		/* de-rm -H: -1 */
 };
 
 /* de-rm's measuring switches: 1 if c is one (set in cl and x). */
@@ -862,6 +865,7 @@ static int measure_option(int c, struct cmdline *cl, struct rm_opts *x)
 	case 'G': cl->cfg.schedule = DE_SCHED_GLOBAL; return 1;
 	case 'D': cl->cfg.schedule = DE_SCHED_DIRS; return 1;
 	case 'W': cl->win_blocks = (size_t)atol(optarg); return 1;
+	case 'H': cl->fill = -1; return 1;
 	case OPT_RATE: cl->cfg.rate = (unsigned)atoi(optarg); return 1;
 	case OPT_BURST: cl->cfg.rate_burst = (unsigned)atoi(optarg); return 1;
 	case OPT_EXPLAIN: x->explain = 1; return 1;
@@ -999,6 +1003,7 @@ int main(int argc, char **argv)
 	}
 #ifdef DE_RM_MEASURE
 	de_test_global_window(ctx, 0, cl.win_blocks);
+	de_test_global_fill(ctx, cl.fill);
 #endif
 	for (i = optind; i < argc; i++)
 		status |= remove_one(ctx, argv[i], &x);
