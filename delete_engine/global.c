@@ -190,19 +190,13 @@ static void unpin_window(de_ctx *ctx, struct de__global *g)
 }
 
 /*
- * The files of the window's directories k0 to k1 to unlink, sorted by
- * inode; *nv of them, or NULL without memory for them.  Where a
- * directory read last makes the window's files' entries more than
- * run_bytes (a huge one: the window
- * closes only after it), the order is cut into runs of the window's
- * listings, of run_bytes of the files' entries each, each sorted by
- * inode, as de__inode_order() cuts one directory (policy.c
- * journal_blocks).  A window of small directories closes before its
- * files fill the bound (read_window counts each directory's blocks
- * rounded up), so it stays one order.
+ * The entries of the window's directories k0 to k1 still to unlink that
+ * are not directories (regular files only: regular), unsorted; *nv of
+ * them, or NULL without memory for them.  A directory not pinned gives
+ * none with regular (fillers() touches through the pin).
  */
-static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
-					size_t k1, size_t run_bytes, size_t *nv)
+static struct de__ino_ent *window_files(struct de__global *g, size_t k0,
+					size_t k1, int regular, size_t *nv)
 {
 	struct de__ino_ent *v;
 	size_t i, k, ents = 0;
@@ -214,11 +208,13 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 	for (k = k0; v && k < k1; k++) {
 		struct de__node *n = g->win[k];
 
+		if (regular && !g->wpin[k].n)
+			continue;
 		for (i = 0; i < n->ls.nents; i++) {
-			struct de__ent *e = &n->ls.ents[i];
+			const struct de__ent *e = &n->ls.ents[i];
 
 			if (e->type == DE_T_DIR || e->action != DE_A_DELETE ||
-			    e->done)
+			    e->done || (regular && e->type != DE_T_FILE))
 				continue;
 			v[*nv].ino = e->ino;
 			v[*nv].n = n;
@@ -227,6 +223,25 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 			(*nv)++;
 		}
 	}
+	return v;
+}
+
+/*
+ * The files of the window's directories k0 to k1 to unlink, sorted by
+ * inode; *nv of them, or NULL without memory for them.  Where a
+ * directory read last makes the window's files' entries more than
+ * run_bytes (a huge one: the window closes only after it), the order is
+ * cut into runs of the window's listings, of run_bytes of the files'
+ * entries each, each sorted by inode, as de__inode_order() cuts one
+ * directory (policy.c journal_blocks).  A window of small directories closes before its
+ * files fill the bound (read_window counts each directory's blocks
+ * rounded up), so it stays one order.
+ */
+static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
+					size_t k1, size_t run_bytes, size_t *nv)
+{
+	struct de__ino_ent *v = window_files(g, k0, k1, 0, nv);
+
 	if (v)
 		de__sort_ino_runs(v, *nv, run_bytes);
 	return v;
@@ -303,30 +318,12 @@ static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 				   size_t k0, size_t *nf)
 {
 	struct de__ino_ent *f;
-	size_t i, k, ents = 0;
+	size_t k;
 
-	*nf = 0;
 	for (k = k0; k < g->nwin; k++)
-		ents += g->win[k]->ls.nents;
-	f = ents ? malloc(ents * sizeof(*f)) : NULL;
-	for (k = k0; f && k < g->nwin; k++) {
-		struct de__node *n = g->win[k];
-
-		if (!g->wpin[k].n || de__check_place(ctx, n))
-			continue;
-		for (i = 0; i < n->ls.nents; i++) {
-			const struct de__ent *e = &n->ls.ents[i];
-
-			if (e->type != DE_T_FILE || e->action != DE_A_DELETE ||
-			    e->done)
-				continue;
-			f[*nf].ino = e->ino;
-			f[*nf].n = n;
-			f[*nf].i = (uint32_t)i;
-			f[*nf].k = (uint32_t)k;
-			(*nf)++;
-		}
-	}
+		if (g->wpin[k].n)
+			(void)de__check_place(ctx, g->win[k]);
+	f = window_files(g, k0, g->nwin, 1, nf);
 	if (f)
 		de__sort_by_ino(f, *nf);
 	return f;
