@@ -44,8 +44,9 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl'
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
 TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
                (250000, '4 MiB', ['bench/results/2026-12-06/scale-250k.jsonl']),
-               (1000000, '16 MiB', ['bench/results/2026-12-06/scale-1m.jsonl',
-                                    'bench/results/2026-12-06/scale-1m-window.jsonl']),
+               # The million's rm -rf and stock: the runs beside b170855's
+               # (scale-1m.jsonl has session 53's).
+               (1000000, '16 MiB', ['bench/results/2026-12-06/scale-1m-holes.jsonl']),
                (4000000, '64 MiB', ['bench/results/2026-12-06/scale-4m.jsonl',
                                     'bench/results/2026-12-06/scale-4m-window.jsonl'])]
 # Peers recorded under another name: scale-1m's "cur" is rsync-de at
@@ -53,10 +54,13 @@ TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
 PEER_ALIASES = {'cur': 'rsync-de'}
 # Where a size has runs of these builds, they alone are rsync-de's: the
 # windows that take the directories the fds allow (ef4304d; 89d71ab
-# bounds their entries at 393,216, which the million's do not reach);
-# the cells they left alone (40,000 and 250,000: windows of fewer
-# directories) keep the earlier builds' runs.
-TREE_BUILDS = ('rsync-de@ef4304d', 'rsync-de@89d71ab')
+# bounds their entries at 393,216, which the million's do not reach),
+# and whose holes are filled (b170855, run at the million); the cells
+# they left alone (40,000 and 250,000: windows of fewer directories)
+# keep the earlier builds' runs.  The first with runs at a size stands
+# for it, as in docs/BENCHMARKS.md's table: b170855 at the million,
+# 89d71ab at four million.
+TREE_BUILDS = ('rsync-de@b170855', 'rsync-de@89d71ab', 'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
@@ -286,10 +290,14 @@ def scale_costs(points, tree):
                 peer = PEER_ALIASES.get(peer, peer)
                 runs.setdefault((files, peer), []).append(1000 * secs / files)
                 if r['peer'] in TREE_BUILDS:
-                    runs.setdefault((files, 'current'), []).append(1000 * secs / files)
+                    runs.setdefault((files, r['peer']), []).append(1000 * secs / files)
     for files, _, _ in points:
-        if (files, 'current') in runs:
-            runs[(files, 'rsync-de')] = runs.pop((files, 'current'))
+        # The first of TREE_BUILDS with runs at this size stands for it.
+        got = [b for b in TREE_BUILDS if (files, b) in runs]
+        if got:
+            runs[(files, 'rsync-de')] = runs[(files, got[0])]
+        for b in TREE_BUILDS:
+            runs.pop((files, b), None)
     return {k: statistics.median(v) for k, v in runs.items()}
 
 
