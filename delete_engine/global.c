@@ -233,9 +233,9 @@ static struct de__ino_ent *window_files(struct de__global *g, size_t k0,
  * run_bytes (a huge one: the window closes only after it), the order is
  * cut into runs of the window's listings, of run_bytes of the files'
  * entries each, each sorted by inode, as de__inode_order() cuts one
- * directory (policy.c journal_blocks).  A window of small directories closes before its
- * files fill the bound (read_window counts each directory's blocks
- * rounded up), so it stays one order.
+ * directory (policy.c journal_blocks).  A window of small directories
+ * closes before its files fill the bound (read_window counts each
+ * directory's blocks rounded up), so it stays one order.
  */
 static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 					size_t k1, size_t run_bytes, size_t *nv)
