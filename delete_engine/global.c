@@ -281,7 +281,8 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * shuffled, a window's files sit two or three to a block, and a block
  * with none of them ends a run: each run is a request, and each costs a
  * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
- * "Holes").  So the window is read twice as far: its first part is
+ * "Holes").  So the window is read on, up to twice its directory
+ * blocks as far as its entries and fds allow: its first part is
  * unlinked, and where the order skips up to DE__FILL_GAP blocks, one
  * file of the rest in each skipped block is marked changed (sys.c
  * de__touch_at: its mode set to what it is), which dirties that block
@@ -294,14 +295,18 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  */
 
 /* The length of the window's first part: directories in read order up
- * to a window's bounds, half its entries and directories (the rest,
- * read ahead, is held beside it). */
+ * to a window's bounds, as without filling (the rest, read ahead within
+ * the same entries and fds, is held beside it).  A window bound by its
+ * entries or fds reads nothing ahead, and fills from nothing: halved to
+ * make room, the four-million-file tree's windows made twice the sweeps
+ * of its inode table and took 1.9 times as long (2026-12-06/NOTES.md,
+ * "Filling where the window has room"). */
 static size_t first_part(const struct de__global *g)
 {
 	size_t k, ents = 0, blocks = 0;
 
 	for (k = 0; k < g->nwin; k++) {
-		if (k && (ents >= g->ents_max / 2 || k >= g->dirs_max / 2 ||
+		if (k && (ents >= g->ents_max || k >= g->dirs_max ||
 			  blocks >= g->blocks_max))
 			break;
 		ents += g->win[k]->ls.nents;

@@ -14,6 +14,9 @@
  *     directories: 3 windows, each ascending (2 to 4 runs);
  *   - soft limit 64: windows of at most 15 directories (at least 40
  *     runs).
+ * Filling forced on (on ext4, global.c fill_holes: the next window read
+ * ahead where the window's bounds leave room) changes none of it: a
+ * window bound by its fds keeps them all.
  * Each way everything is removed.
  * de_raise_fd_limit() never lowers a limit above DE_FD_LIMIT_WANT, and
  * never passes the hard limit.
@@ -76,8 +79,9 @@ static size_t runs(void)
 }
 
 /* Remove tree with the global schedule under soft limit soft (0: as it
- * is); returns the runs, or 0 when the removal failed. */
-static size_t remove_under(int dfd, rlim_t soft)
+ * is), filling as fill says (de_test_global_fill); returns the runs, or 0
+ * when the removal failed. */
+static size_t remove_under(int dfd, rlim_t soft, int fill)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
 				 .schedule = DE_SCHED_GLOBAL };
@@ -98,10 +102,7 @@ static size_t remove_under(int dfd, rlim_t soft)
 	rc = de_test_ctx_new(&ctx, &cfg, record, NULL);
 	if (rc == 0) {
 		de_test_global_window(ctx, 1u << 20, 1u << 20);
-		/* Filling (on ext4: global.c fill_holes) holds the next
-		 * window beside each, half the directories each: the fds
-		 * alone are measured here. */
-		de_test_global_fill(ctx, -1);
+		de_test_global_fill(ctx, fill);
 		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
 		de_ctx_free(ctx);
 	}
@@ -164,8 +165,11 @@ int test(int dfd)
 	if (was.rlim_max == RLIM_INFINITY || was.rlim_max >= 2500) {
 		rl = was;
 		rl.rlim_cur = 2500;
-		n = remove_under(dfd, rl.rlim_cur);
+		n = remove_under(dfd, rl.rlim_cur, -1);
 		fprintf(stderr, "soft limit 2500: %zu runs\n", n);
+		CHECK(n == 1);
+		n = remove_under(dfd, rl.rlim_cur, 1);
+		fprintf(stderr, "soft limit 2500, filling: %zu runs\n", n);
 		CHECK(n == 1);
 	} else {
 		fprintf(stderr, "hard limit %lu: no room for one window\n",
@@ -173,14 +177,20 @@ int test(int dfd)
 	}
 	/* About 250 directories a window under 1,024. */
 	if (was.rlim_max == RLIM_INFINITY || was.rlim_max >= 1024) {
-		n = remove_under(dfd, 1024);
+		n = remove_under(dfd, 1024, -1);
 		fprintf(stderr, "soft limit 1024: %zu runs\n", n);
+		CHECK(n >= 2 && n <= 4);
+		n = remove_under(dfd, 1024, 1);
+		fprintf(stderr, "soft limit 1024, filling: %zu runs\n", n);
 		CHECK(n >= 2 && n <= 4);
 	}
 	/* At most 15 under 64. */
-	n = remove_under(dfd, 64);
+	n = remove_under(dfd, 64, -1);
 	fprintf(stderr, "soft limit 64: %zu runs\n", n);
 	CHECK(n >= NDIRS / 15);
+	n = remove_under(dfd, 64, 1);
+	fprintf(stderr, "soft limit 64, filling: %zu runs\n", n);
+	CHECK(n >= NDIRS / 15 && n <= NDIRS / 10);
 	ret = T_PASS;
 out:
 	(void)setrlimit(RLIMIT_NOFILE, &was);
