@@ -281,8 +281,8 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * shuffled, a window's files sit two or three to a block, and a block
  * with none of them ends a run: each run is a request, and each costs a
  * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
- * "Holes").  So the window is read on, up to twice its directory
- * blocks as far as its entries and fds allow: its first part is
+ * "Holes").  So the window is read on, to twice its directory blocks
+ * where its entries and fds leave room: its first part is
  * unlinked, and where the order skips up to DE__FILL_GAP blocks, one
  * file of the rest in each skipped block is marked changed (sys.c
  * de__touch_at: its mode set to what it is), which dirties that block
