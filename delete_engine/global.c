@@ -20,7 +20,7 @@
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
  * On ext4 the next window is read ahead, within the same entries and
- * fds, and files of it fill the holes of this one's order (fill_holes).
+ * fds, and files of it fill the holes of this one's order (de__fill_holes).
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
@@ -282,16 +282,20 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * with none of them ends a run: each run is a request, and each costs a
  * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
  * "Holes").  So the window is read on, to twice its directory blocks
- * where its entries and fds leave room: its first part is
- * unlinked, and where the order skips up to DE__FILL_GAP blocks, one
- * file of the rest in each skipped block is marked changed (sys.c
- * de__touch_at: its mode set to what it is), which dirties that block
- * in the same run.  The file is one this run removes in a later
- * window, a regular file of the tree found where it was listed; its
- * ctime is all that changes, and only shows if the run stops before
- * it comes to it.  The rest is then the next window's first part.
- * Only where the plan found a jbd2 journal (ext4), and not in ordered
- * runs, whose batches follow the walk (de__global_read).
+ * where its entries and fds leave room: its first part is unlinked,
+ * and where the order skips up to DE__FILL_GAP blocks, one file of the
+ * rest in each skipped block is marked changed (sys.c de__touch_at: its
+ * mode set to what it is), which dirties that block in the same run
+ * (order.c de__fill_holes).  The file is one this run removes in a
+ * later window, a regular file of the tree found where it was listed;
+ * its ctime is all that changes, and only shows if the run stops
+ * before it comes to it.  The rest is then the next window's first
+ * part.  A huge directory taken directory by directory, in runs of its
+ * own order (unlink.c unlink_range), fills each run's holes from its
+ * next run the same way.  Only where the plan found a jbd2 journal
+ * (ext4), not in ordered runs, whose batches follow the walk
+ * (de__global_read), and never under DE_SCHED_DIRS (policy.c
+ * de__want_fill).
  */
 
 /* The length of the window's first part: directories in read order up
@@ -334,40 +338,12 @@ static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 	return f;
 }
 
-/* Fill the blocks between the ones of inodes prev and ino, if they are
- * up to DE__FILL_GAP apart, each with a filler it holds. */
-static void fill_holes(de_ctx *ctx, struct de__global *g,
-		       const struct de__ino_ent *f, size_t nf, uint64_t prev,
-		       uint64_t ino)
+/* The fd of window directory k, for de__fill_holes(). */
+static int win_fd(const void *arg, uint32_t k)
 {
-	uint64_t b, pb, ib;
+	const struct de__global *g = arg;
 
-	if (!prev || !ino)
-		return;
-	pb = (prev - 1) / DE__ITABLE_INODES;
-	ib = (ino - 1) / DE__ITABLE_INODES;
-	if (ib <= pb + 1 || ib > pb + DE__FILL_GAP)
-		return;
-	for (b = pb + 1; b < ib && !de__cancelled(ctx); b++) {
-		uint64_t lo = b * DE__ITABLE_INODES + 1;
-		size_t a = 0, z = nf;
-
-		while (a < z) {
-			size_t m = a + (z - a) / 2;
-
-			if (f[m].ino < lo)
-				a = m + 1;
-			else
-				z = m;
-		}
-		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES) {
-			const struct de__node *n = f[a].n;
-
-			(void)de__touch_at(ctx, g->wpin[f[a].k].fd,
-					   n->ls.arena + n->ls.ents[f[a].i].name,
-					   n->dev, f[a].ino);
-		}
-	}
+	return g->wpin[k].fd;
 }
 
 /* Unlink the files of the window's first nk directories in one inode
@@ -391,7 +367,7 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 		f = fillers(ctx, g, nk, &nf);
 	for (i = 0; i < nv; i++) {
 		if (nf)
-			fill_holes(ctx, g, f, nf, prev, v[i].ino);
+			de__fill_holes(ctx, f, nf, prev, v[i].ino, win_fd, g);
 		prev = v[i].ino;
 		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
 	}
@@ -425,9 +401,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	g->ents_max = ctx->global_ents ? ctx->global_ents : DE__WIN_ENTS;
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	g->blocks_max = ctx->run.plan.win_blocks;
-	g->fill = !de__ordered(ctx) &&
-		  (ctx->global_fill ? ctx->global_fill > 0 :
-		   ctx->jtx_blocks != 0);
+	g->fill = de__want_fill(ctx);
 	if (root->ls.nents && root->ls.ents[0].child &&
 	    root->ls.ents[0].child->fl.base) {
 		size_t k;

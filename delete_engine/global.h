@@ -21,9 +21,10 @@ struct de__global {
 	unsigned nprobe;
 	uint64_t probe_ns[DE__PROBE_DIRS];
 	dev_t dev;			/* the root's */
-	int fill;			/* fill_holes(): the window is read
-					 * twice as far, and its first part
-					 * unlinked, the rest filling */
+	int fill;			/* de__fill_holes(): the window is read
+					 * on where its bounds leave room, and
+					 * its first part unlinked, the rest
+					 * filling */
 	int told;			/* the verdict went to de__set_slow() */
 };
 void de__global_start(de_ctx *ctx, struct de__global *g,

@@ -636,18 +636,20 @@ struct de__ino_ent {
 	uint32_t i, k;
 };
 void de__sort_by_ino(struct de__ino_ent *v, size_t n);
-/*
- * Sort v[0..n), n elements of size bytes, in runs: a run closes once
- * its elements' bytes_of() reach run (0: all one run), and each run is
- * sorted by cmp (arg is handed to both).  How a huge directory's files,
- * or a window's, are cut into runs of the directory blocks a journal
- * transaction keeps (policy.c journal_blocks).
- */
+/* Sort v[0..n), n elements of size bytes, in runs: a run closes once its
+ * elements' bytes_of() reach run (0: all one run), each sorted by cmp (arg
+ * to both): a huge directory's or a window's files, in runs of the
+ * directory blocks a journal transaction keeps (policy.c journal_blocks). */
 void de__sort_runs(void *v, size_t n, size_t size, size_t run,
 		   size_t (*bytes_of)(const void *el, void *arg),
 		   int (*cmp)(const void *, const void *, void *), void *arg);
 /* de__sort_runs() of window entries by inode, bytes their dirents'. */
 void de__sort_ino_runs(struct de__ino_ent *v, size_t n, size_t run);
+/* Fill the inode-table blocks between prev's and ino's from f (regular
+ * files removed later, by inode) through fd_of(arg, k): global.c says why. */
+void de__fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
+		    uint64_t prev, uint64_t ino,
+		    int (*fd_of)(const void *arg, uint32_t k), const void *arg);
 
 /* policy.c */
 unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets);
@@ -659,6 +661,7 @@ int de__dino_from_layer(long fstype);
 int de__want_inode_sort(de_ctx *ctx, long fstype);
 int de__sort_targets(de_ctx *ctx, long fstype);
 int de__want_split(de_ctx *ctx, long fstype);
+int de__want_fill(const de_ctx *ctx);
 int de__want_names_ahead(long fstype);
 int de__slow_reads(const uint64_t *ns, unsigned n);
 int de__note_read(de_ctx *ctx, dev_t dev, uint64_t ns, size_t nents);

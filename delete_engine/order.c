@@ -357,3 +357,40 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
 		order_files(ctx, dirfd, t, w);
 	return 0;
 }
+
+/* See internal.h (global.c, "Filling the holes", says why): the blocks
+ * between the ones of prev and ino, if they are up to DE__FILL_GAP
+ * apart, each with a filler it holds. */
+void de__fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
+		    uint64_t prev, uint64_t ino,
+		    int (*fd_of)(const void *arg, uint32_t k), const void *arg)
+{
+	uint64_t b, pb, ib;
+
+	if (!prev || !ino)
+		return;
+	pb = (prev - 1) / DE__ITABLE_INODES;
+	ib = (ino - 1) / DE__ITABLE_INODES;
+	if (ib <= pb + 1 || ib > pb + DE__FILL_GAP)
+		return;
+	for (b = pb + 1; b < ib && !de__cancelled(ctx); b++) {
+		uint64_t lo = b * DE__ITABLE_INODES + 1;
+		size_t a = 0, z = nf;
+
+		while (a < z) {
+			size_t m = a + (z - a) / 2;
+
+			if (f[m].ino < lo)
+				a = m + 1;
+			else
+				z = m;
+		}
+		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES) {
+			const struct de__node *n = f[a].n;
+
+			(void)de__touch_at(ctx, fd_of(arg, f[a].k),
+					   n->ls.arena + n->ls.ents[f[a].i].name,
+					   n->dev, f[a].ino);
+		}
+	}
+}

@@ -217,6 +217,20 @@ int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents)
 }
 
 /*
+ * Whether an inode order's holes are filled (global.c de__fill_holes):
+ * where the plan found a jbd2 journal (ext4; de_test_global_fill() says
+ * otherwise for tests), not in ordered runs, whose order follows the
+ * walk, and not under DE_SCHED_DIRS, which changes nothing it does not
+ * delete.
+ */
+int de__want_fill(const de_ctx *ctx)
+{
+	if (de__ordered(ctx) || ctx->cfg.schedule == DE_SCHED_DIRS)
+		return 0;
+	return ctx->global_fill ? ctx->global_fill > 0 : ctx->jtx_blocks != 0;
+}
+
+/*
  * Whether to split one huge directory's unlinks across workers.
  *
  * Only on tmpfs and ramfs (measured: docs/BENCHMARKS.md, "Engine

@@ -277,17 +277,61 @@ int de__check_place(de_ctx *ctx, struct de__node *n)
 	return 1;
 }
 
+/* The end of the run of idx[0..k), ascending by inode, from a. */
+static size_t run_end(const struct de__node *n, const uint32_t *idx,
+		      size_t k, size_t a)
+{
+	while (++a < k && n->ls.ents[idx[a]].ino >= n->ls.ents[idx[a - 1]].ino)
+		;
+	return a;
+}
+
+/* The regular files of idx[a..z), a run in inode order, as fillers for
+ * de__fill_holes(); *nf of them, or NULL. */
+static struct de__ino_ent *run_fillers(struct de__node *n,
+				       const uint32_t *idx, size_t a,
+				       size_t z, size_t *nf)
+{
+	struct de__ino_ent *f = malloc((z - a) * sizeof(*f));
+
+	*nf = 0;
+	for (; f && a < z; a++) {
+		const struct de__ent *e = &n->ls.ents[idx[a]];
+
+		if (e->type != DE_T_FILE)
+			continue;
+		f[*nf].ino = e->ino;
+		f[*nf].n = n;
+		f[*nf].i = idx[a];
+		f[*nf].k = 0;
+		(*nf)++;
+	}
+	return f;
+}
+
+static int the_fd(const void *arg, uint32_t k)
+{
+	(void)k;
+	return *(const int *)arg;
+}
+
 /*
  * Unlink the listed entries idx[0..k) of n through fd.  idx NULL: there
  * was no memory for an order (de__inode_order()), so every non-directory
  * to delete, in listing order; an allocation failure is not the unlink's
- * error to report.
+ * error to report.  With fill, where a huge directory's order is cut
+ * into runs, each run's holes are filled from the next run (global.c,
+ * "Filling the holes", says why: rsync hands the engine a huge
+ * directory's names, so the seeds' million-file directory comes here,
+ * with no window after it to fill from).
  */
 static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
-			 const uint32_t *idx, size_t k)
+			 const uint32_t *idx, size_t k, int fill)
 {
+	struct de__ino_ent *f = NULL;
 	int kept = 0;
-	size_t i, end = idx ? k : n->ls.nents;
+	size_t i, nf = 0, run = 0, end = idx ? k : n->ls.nents;
+	uint64_t prev = 0;
 
 	for (i = 0; i < end; i++) {
 		struct de__ent *e = &n->ls.ents[idx ? idx[i] : i];
@@ -301,8 +345,21 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			kept = 1;
 			continue;
 		}
+		if (fill && i == run) {
+			free(f);
+			f = NULL;
+			nf = 0;
+			run = run_end(n, idx, k, i);
+			if (run < k)
+				f = run_fillers(n, idx, run,
+						run_end(n, idx, k, run), &nf);
+		}
+		if (nf)
+			de__fill_holes(ctx, f, nf, prev, e->ino, the_fd, &fd);
+		prev = e->ino;
 		kept |= de__unlink_ent(ctx, n, fd, e, 1);
 	}
+	free(f);
 	if (kept) {
 		de__lock(ctx);
 		n->cnt.kept = 1;
@@ -335,7 +392,7 @@ static void chunk_task(struct de__work *w, void *buf)
 	struct de__pin pin = de__pin_move(&c->pin);
 
 	(void)buf;
-	unlink_range(n->ctx, n, pin.fd, c->idx + c->start, c->n);
+	unlink_range(n->ctx, n, pin.fd, c->idx + c->start, c->n, 0);
 	files_done(n->ctx, n, c->idx);
 	free(c);
 	de__node_release(n->ctx, n, pin);
@@ -418,7 +475,7 @@ static size_t split_files(de_ctx *ctx, struct de__node *n, int fd,
 
 		if (!c) {
 			/* Do it ourselves. */
-			unlink_range(ctx, n, fd, idx + start, cnt);
+			unlink_range(ctx, n, fd, idx + start, cnt, 0);
 			de__lock(ctx);
 			n->cnt.chunks--;
 			n->cnt.refs--;
@@ -518,12 +575,19 @@ void de__unlink_files(de_ctx *ctx, struct de__node *n, struct de__pin pin,
 	} else if (!pin.n) {
 		unreachable_files(ctx, n, pin.fd);
 	} else if (what == DE__FILES_SORTED) {
+		size_t all;
+
 		idx = de__inode_order(n, pin.fd, &k);
+		all = k;
 		if (idx && want_split(ctx, k))
 			k = split_files(ctx, n, pin.fd, idx, k);
-		unlink_range(ctx, n, pin.fd, idx, k);
+		/* Split between workers, the runs are not this thread's;
+		 * without the inode sort there are none. */
+		unlink_range(ctx, n, pin.fd, idx, k,
+			     idx && k == all && de__want_fill(ctx) &&
+			     de__want_inode_sort(ctx, n->fstype));
 	} else {
-		unlink_range(ctx, n, pin.fd, NULL, 0);
+		unlink_range(ctx, n, pin.fd, NULL, 0, 0);
 	}
 	files_done(ctx, n, idx);
 	de__node_release(ctx, n, pin);
