@@ -346,14 +346,69 @@ static int win_fd(const void *arg, uint32_t k)
 	return g->wpin[k].fd;
 }
 
+/* The end of the run of v, ascending by inode, from a. */
+static size_t run_end(const struct de__ino_ent *v, size_t nv, size_t a)
+{
+	while (++a < nv && v[a].ino >= v[a - 1].ino)
+		;
+	return a;
+}
+
+/* The regular files of v[a..z), a run of the window's order, whose
+ * directories the window holds pinned: fillers for the run before it;
+ * *nf of them, or NULL. */
+static struct de__ino_ent *run_fillers(const struct de__global *g,
+				       const struct de__ino_ent *v, size_t a,
+				       size_t z, size_t *nf)
+{
+	struct de__ino_ent *f = malloc((z - a) * sizeof(*f));
+
+	*nf = 0;
+	for (; f && a < z; a++)
+		if (v[a].n->ls.ents[v[a].i].type == DE_T_FILE &&
+		    g->wpin[v[a].k].n)
+			f[(*nf)++] = v[a];
+	return f;
+}
+
+/* Unlink v, the window's order.  Filling, each run of it (a huge
+ * directory's: window_order) has its holes filled from the next run, and
+ * the last from f, the rest of the window. */
+static void unlink_order(de_ctx *ctx, struct de__global *g,
+			 const struct de__ino_ent *v, size_t nv,
+			 const struct de__ino_ent *f, size_t nf)
+{
+	struct de__ino_ent *rf = NULL;
+	size_t i, run = 0, nrf = 0;
+	uint64_t prev = 0;
+
+	for (i = 0; i < nv; i++) {
+		if (g->fill && i == run) {
+			free(rf);
+			rf = NULL;
+			nrf = 0;
+			run = run_end(v, nv, i);
+			if (run < nv)
+				rf = run_fillers(g, v, run,
+						 run_end(v, nv, run), &nrf);
+		}
+		if (run < nv ? nrf : nf)
+			de__fill_holes(ctx, run < nv ? rf : f,
+				       run < nv ? nrf : nf, prev, v[i].ino,
+				       win_fd, g);
+		prev = v[i].ino;
+		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
+	}
+	free(rf);
+}
+
 /* Unlink the files of the window's first nk directories in one inode
  * order, the rest filling its holes (g->fill), then let those nodes go;
  * the rest is the window now. */
 static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 {
 	struct de__ino_ent *v, *f = NULL;
-	size_t nv, nf = 0, i, k;
-	uint64_t prev = 0;
+	size_t nv, nf = 0, k;
 
 	/* Nothing of a directory that left the tree since it was read is
 	 * removed (unlink.c de__check_place).  The window is in depth-first
@@ -365,12 +420,7 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
 	if (g->fill && nk < g->nwin)
 		f = fillers(ctx, g, nk, &nf);
-	for (i = 0; i < nv; i++) {
-		if (nf)
-			de__fill_holes(ctx, f, nf, prev, v[i].ino, win_fd, g);
-		prev = v[i].ino;
-		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
-	}
+	unlink_order(ctx, g, v, nv, f, nf);
 	free(v);
 	free(f);
 	/* Deepest first: a directory goes as soon as its last child does,

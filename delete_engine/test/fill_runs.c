@@ -1,19 +1,20 @@
 /*
  * fill_runs: where a huge directory's inode order is cut into runs of its
- * listing (order.c de__inode_order) and unlinked directory by directory
- * (unlink.c), the holes of each run are filled from the next run of the
- * same directory: rsync hands the engine a huge directory's names, so
- * the seeds' directory of a million files goes this way, with no window
- * after it to fill from (global.c de__fill_holes says why).
+ * listing, the holes of each run are filled from the next run of the
+ * same directory (global.c, "Filling the holes"), whether it goes
+ * directory by directory (unlink.c: rsync hands the engine a huge
+ * directory's names, so the seeds' million-file directory goes this
+ * way) or as one window of the global schedule (global.c: rsync-rm),
+ * with no window after it to fill from.
  *
  * The directory: NF files made one after another, their inodes rising,
  * and NP fifos among them, then all renamed in a shuffled order, so that
  * the listing (hash order on ext4, rename order on tmpfs) is unrelated to
  * inode order and each run skips inode-table blocks the later runs hold.
  * Runs of one directory block (de_test_global_window), filling forced on
- * (de_test_global_fill), DE_SCHED_AUTO (its probe finds the reads fast
- * and hands the tree to the pool), no split between workers.  Read
- * through the fault hook:
+ * (de_test_global_fill), no split between workers, under
+ * DE_SCHED_GLOBAL and DE_SCHED_AUTO (whichever way its probe decides).
+ * Read through the fault hook:
  *   - files are touched, each a regular file not unlinked yet, and
  *     unlinked after its touch in a later run than the one being
  *     unlinked (the unlinks' inode order starts again between the touch
@@ -172,9 +173,20 @@ int test(int dfd)
 	int ret = T_FAIL, n;
 
 	CHECK(make_tree(dfd) == 0);
-	n = run(dfd, 1, DE_SCHED_AUTO);
-	fprintf(stderr, "filled: %d touches\n", n);
+	n = run(dfd, 1, DE_SCHED_GLOBAL);
+	fprintf(stderr, "global, filled: %d touches\n", n);
 	CHECK(n > 0);
+	CHECK(!t_exists(dfd, "tree"));
+
+	CHECK(make_tree(dfd) == 0);
+	n = run(dfd, 1, DE_SCHED_AUTO);
+	fprintf(stderr, "auto, filled: %d touches\n", n);
+	CHECK(n > 0);
+	CHECK(!t_exists(dfd, "tree"));
+
+	CHECK(make_tree(dfd) == 0);
+	n = run(dfd, -1, DE_SCHED_GLOBAL);
+	CHECK(n == 0);
 	CHECK(!t_exists(dfd, "tree"));
 
 	CHECK(make_tree(dfd) == 0);
