@@ -293,9 +293,9 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * part.  A huge directory taken directory by directory, in runs of its
  * own order (unlink.c unlink_range), fills each run's holes from its
  * next run the same way.  Only where the plan found a jbd2 journal
- * (ext4), not in ordered runs, whose batches follow the walk
- * (de__global_read), and never under DE_SCHED_DIRS (policy.c
- * de__want_fill).
+ * (ext4) on a device not known to read fast, not in ordered runs, whose
+ * batches follow the walk (de__global_read), and never under
+ * DE_SCHED_DIRS (policy.c de__want_fill).
  */
 
 /* The length of the window's first part: directories in read order up
