@@ -43,13 +43,11 @@ def layout(image):
     return tables, bitmaps, journal, bsize
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__.split('\n\n')[1])
-    image, trace = sys.argv[1], sys.argv[2]
+def classifier(image):
+    """(kind, block size): kind(block) is 'journal', 'inode tables',
+    'bitmaps' or 'dirs' for a block of image."""
     tables, bitmaps, journal, bsize = layout(image)
     starts = [a for a, _ in tables]
-    capacity = os.path.getsize(image)
 
     def kind(block):
         if any(a <= block <= b for a, b in journal):
@@ -58,11 +56,25 @@ def main():
         if i >= 0 and tables[i][0] <= block <= tables[i][1]:
             return 'inode tables'
         return 'bitmaps' if block in bitmaps else 'dirs'
+    return kind, bsize
 
+
+def run_lines(trace):
+    """The lines of a trace file after its last "reset" (the run's)."""
     with open(trace) as fh:
         lines = fh.read().split('\n')
     if 'reset' in lines:
         lines = lines[len(lines) - lines[::-1].index('reset'):]
+    return lines
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.split('\n\n')[1])
+    image, trace = sys.argv[1], sys.argv[2]
+    kind, bsize = classifier(image)
+    capacity = os.path.getsize(image)
+    lines = run_lines(trace)
     reqs, nbytes, secs = (collections.Counter() for _ in range(3))
     written = collections.defaultdict(collections.Counter)
     head = None

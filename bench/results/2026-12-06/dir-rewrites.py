@@ -2,22 +2,21 @@
 """How long after its previous write each directory block of a slowdisk
 trace was written again, in 5-second bins (lab notes of 2026-12-06,
 "Filling where the window has room").  dir-rewrites.py IMAGE TRACE"""
-import bisect
 import collections
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'slowdisk'))
 import trace_kinds as tk
-tables, bitmaps, journal, bsize = tk.layout(sys.argv[1])
-starts = [a for a, _ in tables]
-def kind(b):
-    if any(a <= b <= c for a, c in journal): return 'J'
-    i = bisect.bisect_right(starts, b) - 1
-    if i >= 0 and tables[i][0] <= b <= tables[i][1]: return 'I'
-    return 'B' if b in bitmaps else 'D'
-lines = open(sys.argv[2]).read().split('\n')
-if 'reset' in lines: lines = lines[len(lines) - lines[::-1].index('reset'):]
+long_kind, bsize = tk.classifier(sys.argv[1])
+SHORT = {'journal': 'J', 'inode tables': 'I', 'bitmaps': 'B', 'dirs': 'D'}
+
+
+def kind(block):
+    return SHORT[long_kind(block)]
+
+
+lines = tk.run_lines(sys.argv[2])
 last = {}; gaps = collections.Counter(); first = {}; lastw = {}
 t0=None
 reads = {}
