@@ -43,9 +43,12 @@ def layout(image):
     return tables, bitmaps, journal, bsize
 
 
-def classifier(image):
+SHORT = {'journal': 'J', 'inode tables': 'I', 'bitmaps': 'B', 'dirs': 'D'}
+
+
+def classifier(image, short=False):
     """(kind, block size): kind(block) is 'journal', 'inode tables',
-    'bitmaps' or 'dirs' for a block of image."""
+    'bitmaps' or 'dirs' for a block of image (short: J, I, B or D)."""
     tables, bitmaps, journal, bsize = layout(image)
     starts = [a for a, _ in tables]
 
@@ -56,6 +59,8 @@ def classifier(image):
         if i >= 0 and tables[i][0] <= block <= tables[i][1]:
             return 'inode tables'
         return 'bitmaps' if block in bitmaps else 'dirs'
+    if short:
+        return (lambda block: SHORT[kind(block)]), bsize
     return kind, bsize
 
 

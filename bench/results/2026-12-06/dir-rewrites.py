@@ -8,14 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'slowdisk'))
 import trace_kinds as tk
-long_kind, bsize = tk.classifier(sys.argv[1])
-SHORT = {'journal': 'J', 'inode tables': 'I', 'bitmaps': 'B', 'dirs': 'D'}
-
-
-def kind(block):
-    return SHORT[long_kind(block)]
-
-
+kind, bsize = tk.classifier(sys.argv[1], short=True)
 lines = tk.run_lines(sys.argv[2])
 last = {}; gaps = collections.Counter(); first = {}; lastw = {}
 t0=None

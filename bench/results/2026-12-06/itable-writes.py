@@ -9,14 +9,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'slowdisk'))
 import trace_kinds as tk
-long_kind, bsize = tk.classifier(sys.argv[1])
-SHORT = {'journal': 'J', 'inode tables': 'I', 'bitmaps': 'B', 'dirs': 'D'}
-
-
-def kind(block):
-    return SHORT[long_kind(block)]
-
-
+kind, bsize = tk.classifier(sys.argv[1], short=True)
 lines = tk.run_lines(sys.argv[2])
 # sequences: what precedes each itable write; size hist
 prevk = None; pre = collections.Counter(); sizes = collections.Counter(); seq = 0; contig = 0
