@@ -19,8 +19,9 @@
  * unlinked from), or more directory blocks than half a journal
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
- * On ext4 the next window is read ahead, within the same entries and
- * fds, and files of it fill the holes of this one's order (de__fill_holes).
+ * On ext4 the next windows are read ahead, within the same entries and
+ * fds, and files of them fill the holes of this one's order
+ * (de__fill_holes); a window that fills holds half the blocks.
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
@@ -281,42 +282,70 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * shuffled, a window's files sit two or three to a block, and a block
  * with none of them ends a run: each run is a request, and each costs a
  * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
- * "Holes").  So the window is read on, to twice its directory blocks
- * where its entries and fds leave room: its first part is unlinked,
+ * "Holes").  So the tree is read on, DE__FILL_AHEAD windows past the
+ * window where its entries and fds leave room: the window is unlinked,
  * and where the order skips up to DE__FILL_GAP blocks, one file of the
  * rest in each skipped block is marked changed (sys.c de__touch_at: its
  * mode set to what it is), which dirties that block in the same run
  * (order.c de__fill_holes).  The file is one this run removes in a
  * later window, a regular file of the tree found where it was listed;
  * its ctime is all that changes, and only shows if the run stops
- * before it comes to it.  The rest is then the next window's first
- * part.  A huge directory taken directory by directory, in runs of its
- * own order (unlink.c unlink_range), fills each run's holes from its
- * next run the same way.  Only where the plan found a jbd2 journal
+ * before it comes to it.  With so much to fill from, the window holds a
+ * quarter of a transaction's directory blocks, not half: the checkpoint
+ * writes home each directory block that the two transactions after its
+ * last did not log, and a window of fewer blocks gives each of them more
+ * of every transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest
+ * is then read on, and its first part is the next window.  A huge
+ * directory taken directory by directory, in runs of its own order
+ * (unlink.c unlink_range), fills each run's holes from its next run the
+ * same way.  Only where the plan found a jbd2 journal
  * (ext4) on a device not known to read fast, not in ordered runs, whose
  * batches follow the walk (de__global_read), and never under
  * DE_SCHED_DIRS (policy.c de__want_fill).
  */
 
-/* The length of the window's first part: directories in read order up
- * to a window's bounds, as without filling (the rest, read ahead within
- * the same entries and fds, is held beside it).  A window bound by its
- * entries or fds reads nothing ahead, and fills from nothing: halved to
- * make room, the four-million-file tree's windows made twice the sweeps
- * of its inode table and took 1.9 times as long (2026-12-06/NOTES.md,
- * "Filling where the window has room"). */
+/* The directory blocks of a filled window: half of what a window may
+ * hold unfilled (see above). */
+static size_t fill_blocks(const struct de__global *g)
+{
+	return g->blocks_max > 1 ? g->blocks_max / 2 : 1;
+}
+
+/* How far read_window() reads: with filling, the window and
+ * DE__FILL_AHEAD more. */
+static size_t read_blocks(const struct de__global *g)
+{
+	return g->fill ? fill_blocks(g) * (1 + DE__FILL_AHEAD) : g->blocks_max;
+}
+
+/*
+ * The length of the window's first part: directories in read order up to
+ * the filled window's blocks where the read holds DE__FILL_AHEAD_MIN
+ * windows more (see above).  One bound by its entries or fds that read
+ * less keeps the bounds of a window unfilled: halved to make room for so
+ * little, the four-million-file tree's windows made twice the sweeps of
+ * its inode table and took 1.9 times as long (2026-12-06/NOTES.md,
+ * "Filling where the window has room").  At the end of the tree, a rest
+ * smaller than the part goes with it: the last part has nothing to fill
+ * from, and a small one alone would sweep the inode table sparsely
+ * (2026-12-07/NOTES.md).
+ */
 static size_t first_part(const struct de__global *g)
 {
-	size_t k, ents = 0, blocks = 0;
+	size_t k, j, ents = 0, blocks = 0, rest = 0;
+	size_t bound = g->nstack && g->blocks < fill_blocks(g) *
+		       (1 + DE__FILL_AHEAD_MIN) ? g->blocks_max : fill_blocks(g);
 
 	for (k = 0; k < g->nwin; k++) {
 		if (k && (ents >= g->ents_max || k >= g->dirs_max ||
-			  blocks >= g->blocks_max))
+			  blocks >= bound))
 			break;
 		ents += g->win[k]->ls.nents;
 		blocks += dir_blocks(g->win[k]);
 	}
-	return k;
+	for (j = k; !g->nstack && j < g->nwin; j++)
+		rest += dir_blocks(g->win[j]);
+	return !g->nstack && rest < blocks ? g->nwin : k;
 }
 
 /* The files the window's directories from k0 hold that may fill holes
@@ -603,7 +632,7 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 		leave_read(ctx, g);
 		if (!(g->nstack && g->ents < g->ents_max &&
 		      g->nwin < g->dirs_max &&
-		      g->blocks < g->blocks_max * (g->fill ? 2 : 1) &&
+		      g->blocks < read_blocks(g) &&
 		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
 			break;
 		read_one(ctx, g, g->stack[--g->nstack], batch);

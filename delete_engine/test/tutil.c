@@ -573,6 +573,35 @@ void t_shuffle(int *order, int n, unsigned seed)
 	}
 }
 
+int t_shuffled_tree(int dfd, int ndirs, int nf, unsigned seed, uint64_t *inos)
+{
+	int *order = malloc((size_t)ndirs * (size_t)nf * sizeof(*order));
+	int i, rc = -1;
+	char path[64];
+	struct stat st;
+
+	if (!order || mkdirat(dfd, "tree", 0755))
+		goto out;
+	for (i = 0; i < ndirs; i++) {
+		snprintf(path, sizeof(path), "tree/d%d", i);
+		if (mkdirat(dfd, path, 0755))
+			goto out;
+	}
+	t_shuffle(order, ndirs * nf, seed);
+	for (i = 0; i < ndirs * nf; i++) {
+		snprintf(path, sizeof(path), "tree/d%d/f%d", order[i] / nf,
+			 order[i]);
+		if (t_file(dfd, path) ||
+		    fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW))
+			goto out;
+		inos[order[i]] = st.st_ino;
+	}
+	rc = 0;
+out:
+	free(order);
+	return rc;
+}
+
 enum de_action t_dispose_delete(void *arg, int dirfd, const char *name,
 				const char *relpath, enum de_type type)
 {

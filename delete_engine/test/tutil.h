@@ -181,6 +181,11 @@ double t_now(void);
 /* order[0..n) = 0..n-1 in a shuffled order, the same for the same seed. */
 void t_shuffle(int *order, int n, unsigned seed);
 
+/* tree/dD (D < ndirs) holding fK for K = D * nf to D * nf + nf - 1, the
+ * files made in the order t_shuffle(seed) gives, so that inode order is
+ * not directory order; inos[K] is fK's inode.  0, or -1. */
+int t_shuffled_tree(int dfd, int ndirs, int nf, unsigned seed, uint64_t *inos);
+
 /*
  * de_remove(ctx, dfd, t, 1, h, NULL, sum), timed: *took is the seconds
  * it ran.  Returns de_remove's value.

@@ -43,30 +43,6 @@ static int record(void *arg, int op, const char *name)
 	return 0;
 }
 
-/* tree/dK/fK, the files made in a shuffled order. */
-static int make_tree(int dfd)
-{
-	int order[NDIRS], i;
-	char path[64];
-	struct stat st;
-
-	if (mkdirat(dfd, "tree", 0755))
-		return -1;
-	for (i = 0; i < NDIRS; i++) {
-		snprintf(path, sizeof(path), "tree/d%d", i);
-		if (mkdirat(dfd, path, 0755))
-			return -1;
-	}
-	t_shuffle(order, NDIRS, 11);
-	for (i = 0; i < NDIRS; i++) {
-		snprintf(path, sizeof(path), "tree/d%d/f%d", order[i], order[i]);
-		if (t_file(dfd, path) || fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW))
-			return -1;
-		inos[order[i]] = st.st_ino;
-	}
-	return 0;
-}
-
 /* The ascending runs of inodes in what was unlinked. */
 static size_t runs(void)
 {
@@ -91,7 +67,8 @@ static size_t remove_under(int dfd, rlim_t soft, int fill)
 	de_ctx *ctx;
 	int rc;
 
-	if (make_tree(dfd) || getrlimit(RLIMIT_NOFILE, &rl))
+	if (t_shuffled_tree(dfd, NDIRS, 1, 11, inos) ||
+	    getrlimit(RLIMIT_NOFILE, &rl))
 		return 0;
 	low = rl;
 	if (soft)

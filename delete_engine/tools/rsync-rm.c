@@ -453,6 +453,7 @@ static void help(void)
 	      "  -G, -D                the global schedule (one inode order per window),\n"
 	      "                          or directory by directory (default: auto)\n"
 	      "  -W N                  global windows of at most N directory blocks\n"
+	      "                          (N/2 where their holes are filled)\n"
 	      "  -H                    leave the holes of inode orders unfilled (a\n"
 	      "                          global window's, a huge directory's runs)\n"
 	      "  --rate=N, --burst=N   removals a second, in bursts of N\n"

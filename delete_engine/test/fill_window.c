@@ -1,0 +1,121 @@
+/*
+ * fill_window: where the global schedule fills holes, a window holds
+ * half the directory blocks of one that does not, the next
+ * DE__FILL_AHEAD windows are read ahead to fill from, and the rest at
+ * the end of the tree goes with the last part when smaller than it
+ * (global.c first_part).
+ *
+ * 125 directories of 10 files each (one directory block each by
+ * global.c's estimate), the files made in a shuffled order so that each
+ * window's inode order is one ascending run of the unlinks; windows of
+ * 20 directory blocks (de_test_global_window).  Read through the fault
+ * hook:
+ *   - not filling: windows of 20 directories, about 6 runs;
+ *   - filling: windows of 10, about 12 runs, and the last window at
+ *     least 10 directories (the 5 or so left at the end go with the last
+ *     part, never alone);
+ *   - filling, the read cut by the window's entries (250) to fewer than
+ *     DE__FILL_AHEAD_MIN windows ahead: the windows keep the 20 blocks
+ *     of an unfilled one, at most 9 runs.
+ * Each way everything is removed, and no file is touched after its
+ * unlink.
+ */
+#include "tutil.h"
+
+#define NDIRS	125
+#define NF	10
+#define NALL	(NDIRS * NF)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t inos[NALL];		/* file k's inode */
+static int seen[NALL];			/* the unlinked files, in order */
+static size_t nseen;
+static int touched_gone;		/* a touch after the file's unlink */
+
+static int record(void *arg, int op, const char *name)
+{
+	size_t i;
+	int k;
+
+	(void)arg;
+	if (name[0] != 'f' || (op != DE_OP_UNLINK && op != DE_OP_TOUCH))
+		return 0;
+	k = atoi(name + 1);
+	pthread_mutex_lock(&mu);
+	if (op == DE_OP_UNLINK && nseen < NALL)
+		seen[nseen++] = k;
+	for (i = 0; op == DE_OP_TOUCH && i < nseen; i++)
+		touched_gone |= seen[i] == k;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+/* The ascending runs of inodes in what was unlinked, and in *last the
+ * directories of the last one. */
+static size_t runs(size_t *last)
+{
+	size_t i, n = 0, from = 0;
+
+	for (i = 0; i < nseen; i++)
+		if (i == 0 || inos[seen[i]] < inos[seen[i - 1]]) {
+			n++;
+			from = i;
+		}
+	*last = (nseen - from) / NF;
+	return n;
+}
+
+/* Remove tree with the global schedule, windows of 20 blocks and ents
+ * entries, filling as fill says (de_test_global_fill); returns the runs,
+ * or 0 when the removal failed. */
+static size_t remove_with(int dfd, size_t ents, int fill, size_t *last)
+{
+	struct de_config cfg = { .threads = 2, .max_delete = -1,
+				 .schedule = DE_SCHED_GLOBAL };
+	struct de_target t = { .name = "tree" };
+	struct de_summary sum;
+	de_ctx *ctx;
+	int rc;
+
+	if (t_shuffled_tree(dfd, NDIRS, NF, 7, inos))
+		return 0;
+	nseen = 0;
+	touched_gone = 0;
+	rc = de_test_ctx_new(&ctx, &cfg, record, NULL);
+	if (rc == 0) {
+		de_test_global_window(ctx, ents, 20);
+		de_test_global_fill(ctx, fill);
+		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
+		de_ctx_free(ctx);
+	}
+	if (rc || t_exists(dfd, "tree") || nseen != NALL || touched_gone ||
+	    sum.removed[DE_T_FILE] != NALL || sum.removed[DE_T_DIR] != NDIRS + 1) {
+		fprintf(stderr, "ents %zu fill %d: rc %d, %zu unlinked%s\n",
+			ents, fill, rc, nseen,
+			touched_gone ? ", a file touched after its unlink" : "");
+		return 0;
+	}
+	return runs(last);
+}
+
+int test(int dfd)
+{
+	size_t n, last;
+	int ret = T_FAIL;
+
+	n = remove_with(dfd, 1u << 20, -1, &last);
+	fprintf(stderr, "not filling: %zu runs, the last of %zu directories\n",
+		n, last);
+	CHECK(n >= 5 && n <= 7);
+	n = remove_with(dfd, 1u << 20, 1, &last);
+	fprintf(stderr, "filling: %zu runs, the last of %zu directories\n",
+		n, last);
+	CHECK(n >= 10 && n <= 13);
+	CHECK(last >= 10);
+	n = remove_with(dfd, 250, 1, &last);
+	fprintf(stderr, "filling, 250 entries a window: %zu runs\n", n);
+	CHECK(n >= 5 && n <= 9);
+	ret = T_PASS;
+out:
+	return ret;
+}
