@@ -94,27 +94,12 @@ static int make_tree(int dfd)
 /* Remove tree, filling as fill says; returns the touches, or -1. */
 static int run(int dfd, int fill)
 {
-	struct de_config cfg = { .threads = 2, .max_delete = -1,
-				 .schedule = DE_SCHED_GLOBAL };
-	struct de_target t = { .name = "tree" };
-	struct de_summary sum;
-	de_ctx *ctx;
-	int rc, touches = 0;
+	int touches = 0;
 	size_t i, j;
 
 	nev = 0;
-	rc = de_test_ctx_new(&ctx, &cfg, record, &dfd);
-	if (rc)
+	if (t_remove_windowed(dfd, DE_SCHED_GLOBAL, 0, fill, record, &dfd))
 		return -1;
-	de_test_global_window(ctx, 1u << 20, 1);
-	de_test_global_fill(ctx, fill);
-	rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
-	de_ctx_free(ctx);
-	if (rc || sum.failed) {
-		fprintf(stderr, "fill %d: rc %d, %lu failed\n", fill, rc,
-			(unsigned long)sum.failed);
-		return -1;
-	}
 	for (i = 0; i < nev; i++) {
 		const char *last = NULL;
 

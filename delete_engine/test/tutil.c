@@ -573,6 +573,31 @@ void t_shuffle(int *order, int n, unsigned seed)
 	}
 }
 
+int t_remove_windowed(int dfd, unsigned schedule, unsigned flags, int fill,
+		      de_fault_fn fn, void *arg)
+{
+	struct de_config cfg = { .threads = 2, .max_delete = -1,
+				 .schedule = schedule, .flags = flags };
+	struct de_target t = { .name = "tree" };
+	struct de_summary sum;
+	de_ctx *ctx;
+	int rc;
+
+	rc = de_test_ctx_new(&ctx, &cfg, fn, arg);
+	if (rc == 0) {
+		de_test_global_window(ctx, 1u << 20, 1);
+		de_test_global_fill(ctx, fill);
+		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
+		de_ctx_free(ctx);
+	}
+	if (rc || sum.failed) {
+		fprintf(stderr, "fill %d: rc %d, %lu failed\n", fill, rc,
+			rc ? 0ul : (unsigned long)sum.failed);
+		return -1;
+	}
+	return 0;
+}
+
 int t_shuffled_tree(int dfd, int ndirs, int nf, unsigned seed, uint64_t *inos)
 {
 	int *order = malloc((size_t)ndirs * (size_t)nf * sizeof(*order));

@@ -181,6 +181,13 @@ double t_now(void);
 /* order[0..n) = 0..n-1 in a shuffled order, the same for the same seed. */
 void t_shuffle(int *order, int n, unsigned seed);
 
+/* de_remove() of dfd's "tree" under schedule (with flags), windows of
+ * one directory block and filling as fill says (de_test_global_window,
+ * de_test_global_fill), fn the fault hook with arg.  0, or -1 after a
+ * line on stderr when the run or any of its removals failed. */
+int t_remove_windowed(int dfd, unsigned schedule, unsigned flags, int fill,
+		      de_fault_fn fn, void *arg);
+
 /* tree/dD (D < ndirs) holding fK for K = D * nf to D * nf + nf - 1, the
  * files made in the order t_shuffle(seed) gives, so that inode order is
  * not directory order; inos[K] is fK's inode.  0, or -1. */
