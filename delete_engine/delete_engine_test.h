@@ -36,8 +36,8 @@ extern "C" {
 #define DE_OP_REOPEN		(DE_OP_CHMOD + 2)
 
 /* The fault hook's op for marking a file of a later window changed, to
- * fill a hole in the window's inode order (global.c de__fill_holes): tests
- * see which files are touched. */
+ * fill a hole in the window's inode order (global.c, "Filling the
+ * holes"): tests see which files are touched. */
 #define DE_OP_TOUCH		(DE_OP_CHMOD + 3)
 
 /*
@@ -57,8 +57,8 @@ int de_test_ctx_new(de_ctx **out, const struct de_config *cfg,
  * blocks (0: the defaults, global.c), so that tests see several. */
 void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks);
 
-/* Whether inode orders have their holes filled (global.c
- * de__fill_holes: a global window's, and the runs of a huge directory's,
+/* Whether inode orders have their holes filled (order.c
+ * de__fill_runs_at: a global window's, and the runs of a huge directory's,
  * policy.c de__want_fill): 1 always, -1 never, 0 as planned (on ext4
  * with a journal), so that tests on tmpfs see it.  Never under
  * DE_SCHED_DIRS or in ordered runs. */

@@ -21,7 +21,7 @@
  * dirties again, and must stay in the journal for the window to pay.
  * On ext4 the next windows are read ahead, within the same entries and
  * fds, and files of them fill the holes of this one's order
- * (de__fill_holes); a window that fills holds half the blocks.
+ * (order.c de__fill_runs_at); a window that fills holds half the blocks.
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
@@ -287,7 +287,7 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * and where the order skips up to DE__FILL_GAP blocks, one file of the
  * rest in each skipped block is marked changed (sys.c de__touch_at: its
  * mode set to what it is), which dirties that block in the same run
- * (order.c de__fill_holes).  The file is one this run removes in a
+ * (order.c de__fill_runs_at).  The file is one this run removes in a
  * later window, a regular file of the tree found where it was listed;
  * its ctime is all that changes, and only shows if the run stops
  * before it comes to it.  With so much to fill from, the window holds a
@@ -367,37 +367,32 @@ static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 	return f;
 }
 
-/* The fd of window directory k, for de__fill_holes(). */
+/* The window's order v, as de__fill_runs (order.c) reads it. */
+struct win_order {
+	const struct de__global *g;
+	const struct de__ino_ent *v;
+};
+
+static uint64_t win_ino(const void *arg, size_t i)
+{
+	return ((const struct win_order *)arg)->v[i].ino;
+}
+
+/* A regular file whose directory the window holds pinned. */
+static int win_filler(const void *arg, size_t i, struct de__ino_ent *f)
+{
+	const struct win_order *o = arg;
+	const struct de__ino_ent *e = &o->v[i];
+
+	if (e->n->ls.ents[e->i].type != DE_T_FILE || !o->g->wpin[e->k].n)
+		return 0;
+	*f = *e;
+	return 1;
+}
+
 static int win_fd(const void *arg, uint32_t k)
 {
-	const struct de__global *g = arg;
-
-	return g->wpin[k].fd;
-}
-
-/* The end of the run of v, ascending by inode, from a. */
-static size_t run_end(const struct de__ino_ent *v, size_t nv, size_t a)
-{
-	while (++a < nv && v[a].ino >= v[a - 1].ino)
-		;
-	return a;
-}
-
-/* The regular files of v[a..z), a run of the window's order, whose
- * directories the window holds pinned: fillers for the run before it;
- * *nf of them, or NULL. */
-static struct de__ino_ent *run_fillers(const struct de__global *g,
-				       const struct de__ino_ent *v, size_t a,
-				       size_t z, size_t *nf)
-{
-	struct de__ino_ent *f = malloc((z - a) * sizeof(*f));
-
-	*nf = 0;
-	for (; f && a < z; a++)
-		if (v[a].n->ls.ents[v[a].i].type == DE_T_FILE &&
-		    g->wpin[v[a].k].n)
-			f[(*nf)++] = v[a];
-	return f;
+	return ((const struct win_order *)arg)->g->wpin[k].fd;
 }
 
 /* Unlink v, the window's order.  Filling, each run of it (a huge
@@ -407,28 +402,19 @@ static void unlink_order(de_ctx *ctx, struct de__global *g,
 			 const struct de__ino_ent *v, size_t nv,
 			 const struct de__ino_ent *f, size_t nf)
 {
-	struct de__ino_ent *rf = NULL;
-	size_t i, run = 0, nrf = 0;
-	uint64_t prev = 0;
+	struct win_order o = { .g = g, .v = v };
+	struct de__fill_runs r = {
+		.n = nv, .ino = win_ino, .filler = win_filler,
+		.fd_of = win_fd, .arg = &o, .after = f, .nafter = nf,
+	};
+	size_t i;
 
 	for (i = 0; i < nv; i++) {
-		if (g->fill && i == run) {
-			free(rf);
-			rf = NULL;
-			nrf = 0;
-			run = run_end(v, nv, i);
-			if (run < nv)
-				rf = run_fillers(g, v, run,
-						 run_end(v, nv, run), &nrf);
-		}
-		if (run < nv ? nrf : nf)
-			de__fill_holes(ctx, run < nv ? rf : f,
-				       run < nv ? nrf : nf, prev, v[i].ino,
-				       win_fd, g);
-		prev = v[i].ino;
+		if (g->fill)
+			de__fill_runs_at(ctx, &r, i);
 		window_unlink(ctx, v[i].n, v[i].i, &g->wpin[v[i].k]);
 	}
-	free(rf);
+	de__fill_runs_end(&r);
 }
 
 /* Unlink the files of the window's first nk directories in one inode

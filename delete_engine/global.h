@@ -1,7 +1,8 @@
 /*
- * global.h - the global schedule's windows (global.c) and the batch
- * walk's batches (batch.c).  Private to the engine (internal.h includes
- * it after the types it uses).
+ * global.h - the global schedule's windows (global.c), the batch walk's
+ * batches (batch.c), and the filling of the holes of their inode orders
+ * (order.c).  Private to the engine (internal.h includes it after the
+ * types it uses).
  */
 #ifndef DE_GLOBAL_H
 #define DE_GLOBAL_H
@@ -21,7 +22,7 @@ struct de__global {
 	unsigned nprobe;
 	uint64_t probe_ns[DE__PROBE_DIRS];
 	dev_t dev;			/* the root's */
-	int fill;			/* de__fill_holes(): the window is read
+	int fill;			/* de__fill_runs_at(): the window is read
 					 * on where its bounds leave room, and
 					 * its first part unlinked, the rest
 					 * filling */
@@ -76,5 +77,35 @@ typedef int (*de__file_fn)(de_ctx *ctx, struct de__node *n, int fd,
 void de__batch_unlink(de_ctx *ctx, struct de__batch *b, de__file_fn fn);
 void de__batch_done(struct de__batch *b);
 void de__batch_free(de_ctx *ctx, struct de__batch *b);
+
+/*
+ * order.c: filling the holes of an order cut into runs, each ascending by inode
+ * (global.c, "Filling the holes", says why): the window's order or a huge
+ * directory's.  The caller describes the order (n entries; ino(), the
+ * inode of entry i; filler(), entry i as a filler into *f if it is a
+ * regular file that can be touched, through fd_of(arg, f->k)) and what
+ * fills after the last run (after, by inode; none: NULL), and calls
+ * de__fill_runs_at() for each entry i, in order, before unlinking it:
+ * the inode-table blocks it skips since the entry before are filled from
+ * the next run's files.  de__fill_runs_end() frees what it held.
+ */
+struct de__fill_runs {
+	size_t n;
+	uint64_t (*ino)(const void *arg, size_t i);
+	int (*filler)(const void *arg, size_t i, struct de__ino_ent *f);
+	int (*fd_of)(const void *arg, uint32_t k);
+	const void *arg;
+	const struct de__ino_ent *after;
+	size_t nafter;
+	/* Kept by de__fill_runs_at(): the end of the run entry i is in, the
+	 * next run's fillers (NULL without memory: that run fills nothing),
+	 * and the inode of the entry before. */
+	size_t end;
+	struct de__ino_ent *f;
+	size_t nf;
+	uint64_t prev;
+};
+void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i);
+void de__fill_runs_end(struct de__fill_runs *r);
 
 #endif /* DE_GLOBAL_H */

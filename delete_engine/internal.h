@@ -645,11 +645,6 @@ void de__sort_runs(void *v, size_t n, size_t size, size_t run,
 		   int (*cmp)(const void *, const void *, void *), void *arg);
 /* de__sort_runs() of window entries by inode, bytes their dirents'. */
 void de__sort_ino_runs(struct de__ino_ent *v, size_t n, size_t run);
-/* Fill the inode-table blocks between prev's and ino's from f (regular
- * files removed later, by inode) through fd_of(arg, k): global.c says why. */
-void de__fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
-		    uint64_t prev, uint64_t ino,
-		    int (*fd_of)(const void *arg, uint32_t k), const void *arg);
 
 /* policy.c */
 unsigned de__plan(de_ctx *ctx, long fstype, dev_t dev, int sets);

@@ -358,16 +358,17 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
 	return 0;
 }
 
-/* See internal.h (global.c, "Filling the holes", says why): the blocks
- * between the ones of prev and ino, if they are up to DE__FILL_GAP
- * apart, each with a filler it holds. */
-void de__fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
-		    uint64_t prev, uint64_t ino,
-		    int (*fd_of)(const void *arg, uint32_t k), const void *arg)
+/* The inode-table blocks between the ones of prev and ino, if they are
+ * up to DE__FILL_GAP apart, each with a file of f (nf of them, by inode)
+ * it holds, touched through fd_of(arg, k). */
+static void fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
+		       uint64_t prev, uint64_t ino,
+		       int (*fd_of)(const void *arg, uint32_t k),
+		       const void *arg)
 {
 	uint64_t b, pb, ib;
 
-	if (!prev || !ino)
+	if (!prev || !ino || !nf)
 		return;
 	pb = (prev - 1) / DE__ITABLE_INODES;
 	ib = (ino - 1) / DE__ITABLE_INODES;
@@ -393,4 +394,50 @@ void de__fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
 					   n->dev, f[a].ino);
 		}
 	}
+}
+
+/* The end of r's run that starts at a: where the inodes go down. */
+static size_t run_end(const struct de__fill_runs *r, size_t a)
+{
+	uint64_t last = r->ino(r->arg, a), ino;
+
+	while (++a < r->n && (ino = r->ino(r->arg, a)) >= last)
+		last = ino;
+	return a;
+}
+
+/* The fillers of r's entries a to z, a run (so by inode) into r->f. */
+static void run_fillers(struct de__fill_runs *r, size_t a, size_t z)
+{
+	free(r->f);
+	r->nf = 0;
+	r->f = z > a ? malloc((z - a) * sizeof(*r->f)) : NULL;
+	for (; r->f && a < z; a++)
+		r->nf += r->filler(r->arg, a, &r->f[r->nf]) != 0;
+}
+
+/* See internal.h. */
+void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i)
+{
+	uint64_t ino = r->ino(r->arg, i);
+
+	if (i == r->end) {
+		r->end = run_end(r, i);
+		run_fillers(r, r->end,
+			    r->end < r->n ? run_end(r, r->end) : r->end);
+	}
+	if (r->end < r->n)
+		fill_holes(ctx, r->f, r->nf, r->prev, ino, r->fd_of, r->arg);
+	else
+		fill_holes(ctx, r->after, r->nafter, r->prev, ino, r->fd_of,
+			   r->arg);
+	r->prev = ino;
+}
+
+/* See internal.h. */
+void de__fill_runs_end(struct de__fill_runs *r)
+{
+	free(r->f);
+	r->f = NULL;
+	r->nf = 0;
 }

@@ -217,7 +217,7 @@ int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents)
 }
 
 /*
- * Whether an inode order's holes are filled (order.c de__fill_holes):
+ * Whether an inode order's holes are filled (order.c de__fill_runs_at):
  * where the plan found a jbd2 journal (ext4) on a device not known to
  * read fast (a fast disk pays the touches and saves no seek: about 1.06
  * of the time, 0.96-1.09 in four rounds, on a directory of 400,000 in

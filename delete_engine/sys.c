@@ -139,8 +139,8 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 /*
  * Mark file name under dfd changed, its mode set to what it is, if it is
  * still the regular file (dev, ino) that was listed: its inode-table
- * block joins the running transaction (global.c de__fill_holes says why),
- * and its ctime is now.  The file checked is the file changed: it is
+ * block joins the running transaction (global.c, "Filling the holes",
+ * says why), and its ctime is now.  The file checked is the file changed: it is
  * held by an O_PATH fd, and chmod goes through /proc/self/fd to it.
  * Returns 0 or a negative errno (-ESTALE: not that file; -ENOSYS: the
  * portable build, which does not).

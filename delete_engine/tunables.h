@@ -99,7 +99,7 @@
 #define DE__WIN_ENTS		(3u << 17)
 #define DE__WIN_BLOCKS		170u
 
-/* global.c de__fill_holes(): ext4's inodes to an inode-table block (256
+/* order.c de__fill_runs_at(): ext4's inodes to an inode-table block (256
  * bytes each in 4 KiB blocks, mke2fs's default), and the widest run of
  * blocks without a file of the window that is filled: a write home that
  * skips a block costs a rotation, one that covers it 27 us on the hdd

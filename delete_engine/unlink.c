@@ -277,42 +277,38 @@ int de__check_place(de_ctx *ctx, struct de__node *n)
 	return 1;
 }
 
-/* The end of the run of idx[0..k), ascending by inode, from a. */
-static size_t run_end(const struct de__node *n, const uint32_t *idx,
-		      size_t k, size_t a)
+/* A huge directory's order idx, as de__fill_runs (order.c) reads it. */
+struct list_order {
+	struct de__node *n;
+	const uint32_t *idx;
+	int fd;
+};
+
+static uint64_t list_ino(const void *arg, size_t i)
 {
-	while (++a < k && n->ls.ents[idx[a]].ino >= n->ls.ents[idx[a - 1]].ino)
-		;
-	return a;
+	const struct list_order *o = arg;
+
+	return o->n->ls.ents[o->idx[i]].ino;
 }
 
-/* The regular files of idx[a..z), a run in inode order, as fillers for
- * de__fill_holes(); *nf of them, or NULL. */
-static struct de__ino_ent *run_fillers(struct de__node *n,
-				       const uint32_t *idx, size_t a,
-				       size_t z, size_t *nf)
+static int list_filler(const void *arg, size_t i, struct de__ino_ent *f)
 {
-	struct de__ino_ent *f = malloc((z - a) * sizeof(*f));
+	const struct list_order *o = arg;
+	const struct de__ent *e = &o->n->ls.ents[o->idx[i]];
 
-	*nf = 0;
-	for (; f && a < z; a++) {
-		const struct de__ent *e = &n->ls.ents[idx[a]];
-
-		if (e->type != DE_T_FILE)
-			continue;
-		f[*nf].ino = e->ino;
-		f[*nf].n = n;
-		f[*nf].i = idx[a];
-		f[*nf].k = 0;
-		(*nf)++;
-	}
-	return f;
+	if (e->type != DE_T_FILE)
+		return 0;
+	f->ino = e->ino;
+	f->n = o->n;
+	f->i = o->idx[i];
+	f->k = 0;
+	return 1;
 }
 
-static int the_fd(const void *arg, uint32_t k)
+static int list_fd(const void *arg, uint32_t k)
 {
 	(void)k;
-	return *(const int *)arg;
+	return ((const struct list_order *)arg)->fd;
 }
 
 /*
@@ -328,10 +324,13 @@ static int the_fd(const void *arg, uint32_t k)
 static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			 const uint32_t *idx, size_t k, int fill)
 {
-	struct de__ino_ent *f = NULL;
+	struct list_order o = { .n = n, .idx = idx, .fd = fd };
+	struct de__fill_runs r = {
+		.n = k, .ino = list_ino, .filler = list_filler,
+		.fd_of = list_fd, .arg = &o,
+	};
 	int kept = 0;
-	size_t i, nf = 0, run = 0, end = idx ? k : n->ls.nents;
-	uint64_t prev = 0;
+	size_t i, end = idx ? k : n->ls.nents;
 
 	for (i = 0; i < end; i++) {
 		struct de__ent *e = &n->ls.ents[idx ? idx[i] : i];
@@ -345,21 +344,11 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			kept = 1;
 			continue;
 		}
-		if (fill && i == run) {
-			free(f);
-			f = NULL;
-			nf = 0;
-			run = run_end(n, idx, k, i);
-			if (run < k)
-				f = run_fillers(n, idx, run,
-						run_end(n, idx, k, run), &nf);
-		}
-		if (nf)
-			de__fill_holes(ctx, f, nf, prev, e->ino, the_fd, &fd);
-		prev = e->ino;
+		if (fill && idx)
+			de__fill_runs_at(ctx, &r, i);
 		kept |= de__unlink_ent(ctx, n, fd, e, 1);
 	}
-	free(f);
+	de__fill_runs_end(&r);
 	if (kept) {
 		de__lock(ctx);
 		n->cnt.kept = 1;

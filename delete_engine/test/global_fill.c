@@ -1,6 +1,6 @@
 /*
  * global_fill: DE_SCHED_GLOBAL fills the holes of a window's inode order
- * with files of the window read ahead (order.c de__fill_holes): where the
+ * with files of the window read ahead (order.c de__fill_runs_at): where the
  * order skips a few inode-table blocks, one regular file of a later
  * window in each is marked changed (sys.c de__touch_at, DE_OP_TOUCH).
  *

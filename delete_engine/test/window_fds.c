@@ -14,7 +14,7 @@
  *     directories: 3 windows, each ascending (2 to 4 runs);
  *   - soft limit 64: windows of at most 15 directories (at least 40
  *     runs).
- * Filling forced on (on ext4, order.c de__fill_holes: the next window read
+ * Filling forced on (on ext4, order.c de__fill_runs_at: the next window read
  * ahead where the window's bounds leave room) changes none of it: a
  * window bound by its fds keeps them all.
  * Each way everything is removed.
