@@ -79,9 +79,9 @@ void de__batch_done(struct de__batch *b);
 void de__batch_free(de_ctx *ctx, struct de__batch *b);
 
 /*
- * order.c: filling the holes of an order cut into runs, each ascending by inode
- * (global.c, "Filling the holes", says why): the window's order or a huge
- * directory's.  The caller describes the order (n entries; ino(), the
+ * order.c: filling the holes of an order cut into runs, each ascending
+ * by inode (global.c, "Filling the holes", says why): the window's order
+ * or a huge directory's.  The caller describes the order (n entries; ino(), the
  * inode of entry i; filler(), entry i as a filler into *f if it is a
  * regular file that can be touched, through fd_of(arg, f->k)) and what
  * fills after the last run (after, by inode; none: NULL), and calls
@@ -97,10 +97,10 @@ struct de__fill_runs {
 	const void *arg;
 	const struct de__ino_ent *after;
 	size_t nafter;
-	/* Kept by de__fill_runs_at(): the end of the run entry i is in, the
-	 * next run's fillers (NULL without memory: that run fills nothing),
-	 * and the inode of the entry before. */
-	size_t end;
+	/* Kept by de__fill_runs_at(): the end of the run entry i is in and
+	 * of the next run, the next run's fillers (NULL without memory: that
+	 * run fills nothing), and the inode of the entry before. */
+	size_t end, next;
 	struct de__ino_ent *f;
 	size_t nf;
 	uint64_t prev;

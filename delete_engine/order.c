@@ -416,15 +416,16 @@ static void run_fillers(struct de__fill_runs *r, size_t a, size_t z)
 		r->nf += r->filler(r->arg, a, &r->f[r->nf]) != 0;
 }
 
-/* See internal.h. */
+/* See global.h.  Each run's end is found once: as the next run's, then
+ * kept in r->next for when it is the current one. */
 void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i)
 {
 	uint64_t ino = r->ino(r->arg, i);
 
 	if (i == r->end) {
-		r->end = run_end(r, i);
-		run_fillers(r, r->end,
-			    r->end < r->n ? run_end(r, r->end) : r->end);
+		r->end = r->next > i ? r->next : run_end(r, i);
+		r->next = r->end < r->n ? run_end(r, r->end) : r->end;
+		run_fillers(r, r->end, r->next);
 	}
 	if (r->end < r->n)
 		fill_holes(ctx, r->f, r->nf, r->prev, ino, r->fd_of, r->arg);
@@ -434,7 +435,7 @@ void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i)
 	r->prev = ino;
 }
 
-/* See internal.h. */
+/* See global.h. */
 void de__fill_runs_end(struct de__fill_runs *r)
 {
 	free(r->f);
