@@ -19,9 +19,8 @@
  * unlinked from), or more directory blocks than half a journal
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
- * On ext4 the next windows are read ahead, within the same entries and
- * fds, and files of them fill the holes of this one's order
- * (order.c de__fill_runs_at); a window that fills holds half the blocks.
+ * On ext4 files of the windows ahead fill the holes of this one's order
+ * ("Filling the holes" below).
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
@@ -283,22 +282,22 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * with none of them ends a run: each run is a request, and each costs a
  * rotation on a rotating disk (bench/results/2026-12-06/NOTES.md,
  * "Holes").  So the tree is read on, DE__FILL_AHEAD windows past the
- * window where its entries and fds leave room: the window is unlinked,
- * and where the order skips up to DE__FILL_GAP blocks, one file of the
- * rest in each skipped block is marked changed (sys.c de__touch_at: its
- * mode set to what it is), which dirties that block in the same run
- * (order.c de__fill_runs_at).  The file is one this run removes in a
- * later window, a regular file of the tree found where it was listed;
- * its ctime is all that changes, and only shows if the run stops
- * before it comes to it.  With so much to fill from, the window holds a
- * quarter of a transaction's directory blocks, not half: the checkpoint
- * writes home each directory block that the two transactions after its
- * last did not log, and a window of fewer blocks gives each of them more
- * of every transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest
- * is then read on, and its first part is the next window.  A huge
- * directory taken directory by directory, in runs of its own order
- * (unlink.c unlink_range), fills each run's holes from its next run the
- * same way.  Only where the plan found a jbd2 journal
+ * window, and where the order skips up to DE__FILL_GAP blocks, one file
+ * of the rest in each skipped block is marked changed (sys.c
+ * de__touch_at: its mode set to what it is), which dirties that block in
+ * the same run (order.c de__fill_runs_at).  The file is one this run
+ * removes later, a regular file of the tree found where it was listed;
+ * its ctime is all that changes, and only shows if the run stops before
+ * it comes to it.  Where the window's entries or fds stop the read
+ * short, the directories next on the stack are listed for the holes
+ * left, not read (peek.c).  The window holds a quarter of a
+ * transaction's directory blocks, not half: the checkpoint writes home
+ * each directory block that the two transactions after its last did not
+ * log, and a window of fewer blocks gives each of them more of every
+ * transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest is then
+ * read on, and its first part is the next window.  A huge directory
+ * taken directory by directory (unlink.c unlink_range) fills each run of
+ * its order from the next.  Only where the plan found a jbd2 journal
  * (ext4) on a device not known to read fast, not in ordered runs, whose
  * batches follow the walk (de__global_read), and never under
  * DE_SCHED_DIRS (policy.c de__want_fill).
@@ -320,12 +319,9 @@ static size_t read_blocks(const struct de__global *g)
 
 /*
  * The length of the window's first part: directories in read order up to
- * the filled window's blocks where the read holds DE__FILL_AHEAD_MIN
- * windows more (see above).  One bound by its entries or fds that read
- * less keeps the bounds of a window unfilled: halved to make room for so
- * little, the four-million-file tree's windows made twice the sweeps of
- * its inode table and took 1.9 times as long (2026-12-06/NOTES.md,
- * "Filling where the window has room").  At the end of the tree, a rest
+ * the filled window's blocks (see above).  Where the read stopped short
+ * of the windows ahead, at its entries or fds, the directories next on
+ * the stack fill too (peek()).  At the end of the tree, a rest
  * smaller than the part goes with it: the last part has nothing to fill
  * from, and a small one alone would sweep the inode table sparsely
  * (2026-12-07/NOTES.md).
@@ -333,12 +329,10 @@ static size_t read_blocks(const struct de__global *g)
 static size_t first_part(const struct de__global *g)
 {
 	size_t k, j, ents = 0, blocks = 0, rest = 0;
-	size_t bound = g->nstack && g->blocks < fill_blocks(g) *
-		       (1 + DE__FILL_AHEAD_MIN) ? g->blocks_max : fill_blocks(g);
 
 	for (k = 0; k < g->nwin; k++) {
 		if (k && (ents >= g->ents_max || k >= g->dirs_max ||
-			  blocks >= bound))
+			  blocks >= fill_blocks(g)))
 			break;
 		ents += g->win[k]->ls.nents;
 		blocks += dir_blocks(g->win[k]);
@@ -371,6 +365,7 @@ static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 struct win_order {
 	const struct de__global *g;
 	const struct de__ino_ent *v;
+	const struct de__peek *peek;
 };
 
 static uint64_t win_ino(const void *arg, size_t i)
@@ -390,22 +385,28 @@ static int win_filler(const void *arg, size_t i, struct de__ino_ent *f)
 	return 1;
 }
 
-static int win_fd(const void *arg, uint32_t k)
+static int win_touch(de_ctx *ctx, const void *arg,
+		     const struct de__ino_ent *f)
 {
-	return ((const struct win_order *)arg)->g->wpin[k].fd;
+	const struct win_order *o = arg;
+
+	if (f->k == DE__PEEKED)
+		return de__peek_touch(ctx, o->peek, f);
+	return de__touch_listed(ctx, o->g->wpin[f->k].fd, f);
 }
 
 /* Unlink v, the window's order.  Filling, each run of it (a huge
  * directory's: window_order) has its holes filled from the next run, and
- * the last from f, the rest of the window. */
+ * the last from f, the rest of the window and what pk peeked. */
 static void unlink_order(de_ctx *ctx, struct de__global *g,
 			 const struct de__ino_ent *v, size_t nv,
-			 const struct de__ino_ent *f, size_t nf)
+			 const struct de__ino_ent *f, size_t nf,
+			 const struct de__peek *pk)
 {
-	struct win_order o = { .g = g, .v = v };
+	struct win_order o = { .g = g, .v = v, .peek = pk };
 	struct de__fill_runs r = {
 		.n = nv, .ino = win_ino, .filler = win_filler,
-		.fd_of = win_fd, .arg = &o, .after = f, .nafter = nf,
+		.touch = win_touch, .arg = &o, .after = f, .nafter = nf,
 	};
 	size_t i;
 
@@ -423,6 +424,7 @@ static void unlink_order(de_ctx *ctx, struct de__global *g,
 static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 {
 	struct de__ino_ent *v, *f = NULL;
+	struct de__peek pk = { 0 };
 	size_t nv, nf = 0, k;
 
 	/* Nothing of a directory that left the tree since it was read is
@@ -435,7 +437,14 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
 	if (g->fill && nk < g->nwin)
 		f = fillers(ctx, g, nk, &nf);
-	unlink_order(ctx, g, v, nv, f, nf);
+	/* Where the read stopped short of the windows ahead, the stack's
+	 * next directories are listed for as many entries as it lacks. */
+	if (g->fill && g->nstack && g->blocks && g->blocks < read_blocks(g))
+		f = de__peek(ctx, &pk, g->stack, g->nstack, (read_blocks(g) -
+			     g->blocks) * (g->ents / g->blocks + 1), v, nv, f,
+			     &nf);
+	unlink_order(ctx, g, v, nv, f, nf, &pk);
+	de__peek_end(&pk);
 	free(v);
 	free(f);
 	/* Deepest first: a directory goes as soon as its last child does,

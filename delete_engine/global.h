@@ -83,7 +83,7 @@ void de__batch_free(de_ctx *ctx, struct de__batch *b);
  * by inode (global.c, "Filling the holes", says why): the window's order
  * or a huge directory's.  The caller describes the order (n entries; ino(), the
  * inode of entry i; filler(), entry i as a filler into *f if it is a
- * regular file that can be touched, through fd_of(arg, f->k)) and what
+ * regular file that can be touched; touch(), which touches one) and what
  * fills after the last run (after, by inode; none: NULL), and calls
  * de__fill_runs_at() for each entry i, in order, before unlinking it:
  * the inode-table blocks it skips since the entry before are filled from
@@ -93,7 +93,8 @@ struct de__fill_runs {
 	size_t n;
 	uint64_t (*ino)(const void *arg, size_t i);
 	int (*filler)(const void *arg, size_t i, struct de__ino_ent *f);
-	int (*fd_of)(const void *arg, uint32_t k);
+	int (*touch)(de_ctx *ctx, const void *arg,
+		     const struct de__ino_ent *f);
 	const void *arg;
 	const struct de__ino_ent *after;
 	size_t nafter;
@@ -107,5 +108,38 @@ struct de__fill_runs {
 };
 void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i);
 void de__fill_runs_end(struct de__fill_runs *r);
+/* Touch f, file f->i of the listing of f->n, through fd, n's. */
+int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f);
+
+/*
+ * peek.c: fillers from the directories next on the stack, not read into
+ * the window (peek.c says when and why).  de__peek() takes the window's
+ * order v, the fillers f its rest gives, and the stack (the reader's:
+ * the last entry is read next; one with its low bit set is a leave mark,
+ * global.c's, not a directory), and lists directories from its top for
+ * the holes f leaves until want entries were listed or no hole is left.
+ * It returns f with what it found, by inode, each a filler with k
+ * DE__PEEKED (n the directory, i its name in p->names) for
+ * de__peek_touch().  de__peek_end() frees what p holds.
+ */
+#define DE__PEEKED	UINT32_MAX
+struct de__peek {
+	uint8_t *holes;			/* a bit a block, from b0 */
+	uint64_t b0, nb;
+	size_t left;			/* holes not filled yet */
+	struct de__ino_ent *f;
+	size_t nf, fcap;
+	char *names;
+	size_t nlen, ncap;
+	size_t ents;			/* entries listed */
+	struct de__node *dir;		/* the directory being listed */
+};
+struct de__ino_ent *de__peek(de_ctx *ctx, struct de__peek *p,
+			     struct de__node *const *stack, size_t nstack,
+			     size_t want, const struct de__ino_ent *v,
+			     size_t nv, struct de__ino_ent *f, size_t *nf);
+int de__peek_touch(de_ctx *ctx, const struct de__peek *p,
+		   const struct de__ino_ent *f);
+void de__peek_end(struct de__peek *p);
 
 #endif /* DE_GLOBAL_H */

@@ -360,17 +360,15 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
 
 /* The inode-table blocks between the ones of prev and ino, if they are
  * up to DE__FILL_GAP apart, each with a file of f (nf of them, by inode)
- * it holds, touched through fd_of(arg, k). */
-static void fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
-		       uint64_t prev, uint64_t ino,
-		       int (*fd_of)(const void *arg, uint32_t k),
-		       const void *arg)
+ * it holds, touched by r->touch(). */
+static void fill_holes(de_ctx *ctx, const struct de__fill_runs *r,
+		       const struct de__ino_ent *f, size_t nf, uint64_t ino)
 {
 	uint64_t b, pb, ib;
 
-	if (!prev || !ino || !nf)
+	if (!r->prev || !ino || !nf)
 		return;
-	pb = (prev - 1) / DE__ITABLE_INODES;
+	pb = (r->prev - 1) / DE__ITABLE_INODES;
 	ib = (ino - 1) / DE__ITABLE_INODES;
 	if (ib <= pb + 1 || ib > pb + DE__FILL_GAP)
 		return;
@@ -386,14 +384,18 @@ static void fill_holes(de_ctx *ctx, const struct de__ino_ent *f, size_t nf,
 			else
 				z = m;
 		}
-		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES) {
-			const struct de__node *n = f[a].n;
-
-			(void)de__touch_at(ctx, fd_of(arg, f[a].k),
-					   n->ls.arena + n->ls.ents[f[a].i].name,
-					   n->dev, f[a].ino);
-		}
+		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES)
+			(void)r->touch(ctx, r->arg, &f[a]);
 	}
+}
+
+/* See global.h. */
+int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f)
+{
+	const struct de__node *n = f->n;
+
+	return de__touch_at(ctx, fd, n->ls.arena + n->ls.ents[f->i].name,
+			    n->dev, f->ino);
 }
 
 /* The end of r's run that starts at a: where the inodes go down. */
@@ -428,10 +430,9 @@ void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i)
 		run_fillers(r, r->end, r->next);
 	}
 	if (r->end < r->n)
-		fill_holes(ctx, r->f, r->nf, r->prev, ino, r->fd_of, r->arg);
+		fill_holes(ctx, r, r->f, r->nf, ino);
 	else
-		fill_holes(ctx, r->after, r->nafter, r->prev, ino, r->fd_of,
-			   r->arg);
+		fill_holes(ctx, r, r->after, r->nafter, ino);
 	r->prev = ino;
 }
 

@@ -28,6 +28,11 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#endif
+#endif
 #endif
 
 /* See delete_engine.h. */
@@ -136,14 +141,40 @@ int de__unlinkat(de_ctx *ctx, int dfd, const char *name, int flags)
 	return 0;
 }
 
+#if !defined(DE_PORTABLE) && defined(O_PATH)
+/* An O_PATH fd of name under dfd, not followed if a symlink; a path with
+ * no symlink and no mount point on it (de__touch_at).  -1 with errno. */
+static int open_beneath(int dfd, const char *name)
+{
+#if defined(SYS_openat2) && defined(RESOLVE_BENEATH)
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	long fd = syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+
+	if (fd >= 0 || errno != ENOSYS)
+		return (int)fd;
+#endif
+	if (strchr(name, '/')) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+#endif
+
 /*
  * Mark file name under dfd changed, its mode set to what it is, if it is
  * still the regular file (dev, ino) that was listed: its inode-table
  * block joins the running transaction (global.c, "Filling the holes",
  * says why), and its ctime is now.  The file checked is the file changed: it is
  * held by an O_PATH fd, and chmod goes through /proc/self/fd to it.
+ * name may be a path below dfd (peek.c: "dir/file"), resolved by
+ * openat2() beneath dfd, through no symlink and across no mount.
  * Returns 0 or a negative errno (-ESTALE: not that file; -ENOSYS: the
- * portable build, which does not).
+ * portable build, which does not, or a path where openat2() is not).
  */
 int de__touch_at(de_ctx *ctx, int dfd, const char *name, dev_t dev,
 		 uint64_t ino)
@@ -156,7 +187,7 @@ int de__touch_at(de_ctx *ctx, int dfd, const char *name, dev_t dev,
 
 	if (e)
 		return -e;
-	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_beneath(dfd, name);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &sb)) {

@@ -108,17 +108,15 @@
 #define DE__FILL_GAP		8u
 
 /* global.c: where holes are filled, a window holds a quarter of a
- * transaction's directory blocks (half of an unfilled one's), and up to
- * DE__FILL_AHEAD windows more are read ahead to fill from, within the
- * window's entries and fds; where those leave room for fewer than
- * DE__FILL_AHEAD_MIN, the window keeps the unfilled bounds.  ext4's
+ * transaction's directory blocks (half of an unfilled one's), and
+ * DE__FILL_AHEAD windows more fill it: read ahead where the window's
+ * entries and fds leave room, the rest peeked (peek.c).  ext4's
  * checkpoint writes home each directory block that the two transactions
  * after the one that last logged it left alone: with half a
  * transaction's blocks a window left a few dozen of them in each, with a
- * quarter a few, and the windows read ahead fill the holes of its
- * sparser order (2026-12-07/NOTES.md). */
+ * quarter a few, and the windows ahead fill the holes of its sparser
+ * order (2026-12-07/NOTES.md). */
 #define DE__FILL_AHEAD		4u
-#define DE__FILL_AHEAD_MIN	2u
 
 /* ---- Polite deletion (pace.c) -------------------------------------- */
 

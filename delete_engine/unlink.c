@@ -305,10 +305,10 @@ static int list_filler(const void *arg, size_t i, struct de__ino_ent *f)
 	return 1;
 }
 
-static int list_fd(const void *arg, uint32_t k)
+static int list_touch(de_ctx *ctx, const void *arg,
+		      const struct de__ino_ent *f)
 {
-	(void)k;
-	return ((const struct list_order *)arg)->fd;
+	return de__touch_listed(ctx, ((const struct list_order *)arg)->fd, f);
 }
 
 /*
@@ -327,7 +327,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 	struct list_order o = { .n = n, .idx = idx, .fd = fd };
 	struct de__fill_runs r = {
 		.n = k, .ino = list_ino, .filler = list_filler,
-		.fd_of = list_fd, .arg = &o,
+		.touch = list_touch, .arg = &o,
 	};
 	int kept = 0;
 	size_t i, end = idx ? k : n->ls.nents;

@@ -1,9 +1,8 @@
 /*
  * fill_window: where the global schedule fills holes, a window holds
- * half the directory blocks of one that does not, the next
- * DE__FILL_AHEAD windows are read ahead to fill from, and the rest at
- * the end of the tree goes with the last part when smaller than it
- * (global.c first_part).
+ * half the directory blocks of one that does not, the DE__FILL_AHEAD
+ * windows ahead fill it, and the rest at the end of the tree goes with
+ * the last part when smaller than it (global.c first_part).
  *
  * 125 directories of 10 files each (one directory block each by
  * global.c's estimate), the files made in a shuffled order so that each
@@ -14,9 +13,10 @@
  *   - filling: windows of 10, about 12 runs, and the last window at
  *     least 10 directories (the 5 or so left at the end go with the last
  *     part, never alone);
- *   - filling, the read cut by the window's entries (250) to fewer than
- *     DE__FILL_AHEAD_MIN windows ahead: the windows keep the 20 blocks
- *     of an unfilled one, at most 9 runs.
+ *   - filling, the read cut by the window's entries (250) short of the
+ *     windows ahead: windows of 10 still, about 12 runs, the holes the
+ *     windows read leave filled from directories listed but not read
+ *     (peek.c; test/peek_fill.c pins how).
  * Each way everything is removed, and no file is touched after its
  * unlink.
  */
@@ -114,7 +114,7 @@ int test(int dfd)
 	CHECK(last >= 10);
 	n = remove_with(dfd, 250, 1, &last);
 	fprintf(stderr, "filling, 250 entries a window: %zu runs\n", n);
-	CHECK(n >= 5 && n <= 9);
+	CHECK(n >= 10 && n <= 13);
 	ret = T_PASS;
 out:
 	return ret;
