@@ -439,10 +439,12 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 		f = fillers(ctx, g, nk, &nf);
 	/* Where the read stopped short of the windows ahead, the stack's
 	 * next directories are listed for as many entries as it lacks. */
-	if (g->fill && g->nstack && g->blocks && g->blocks < read_blocks(g))
-		f = de__peek(ctx, &pk, g->stack, g->nstack, (read_blocks(g) -
-			     g->blocks) * (g->ents / g->blocks + 1), v, nv, f,
-			     &nf);
+	if (g->fill && g->nstack && g->blocks && g->blocks < read_blocks(g)) {
+		pk.want = (read_blocks(g) - g->blocks) *
+			  (g->ents / g->blocks + 1);
+		pk.max = g->ents_max / DE__PEEK_PART;
+		f = de__peek(ctx, &pk, g->stack, g->nstack, v, nv, f, &nf);
+	}
 	unlink_order(ctx, g, v, nv, f, nf, &pk);
 	de__peek_end(&pk);
 	free(v);

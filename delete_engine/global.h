@@ -117,13 +117,16 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f);
  * order v, the fillers f its rest gives, and the stack (the reader's:
  * the last entry is read next; one with its low bit set is a leave mark,
  * global.c's, not a directory), and lists directories from its top for
- * the holes f leaves until want entries were listed or no hole is left.
- * It returns f with what it found, by inode, each a filler with k
- * DE__PEEKED (n the directory, i its name in p->names) for
- * de__peek_touch().  de__peek_end() frees what p holds.
+ * the holes f leaves until p->want entries were listed, p->max fillers
+ * found or no hole is left (the caller sets both, the rest zero).
+ * It returns f, of its own fillers only the first of each hole (*nf),
+ * with what it found, by inode: each a filler with k DE__PEEKED (n the
+ * directory, i its name in p->names) for de__peek_touch().
+ * de__peek_end() frees what p holds.
  */
 #define DE__PEEKED	UINT32_MAX
 struct de__peek {
+	size_t want, max;
 	uint8_t *holes;			/* a bit a block, from b0 */
 	uint64_t b0, nb;
 	size_t left;			/* holes not filled yet */
@@ -136,8 +139,8 @@ struct de__peek {
 };
 struct de__ino_ent *de__peek(de_ctx *ctx, struct de__peek *p,
 			     struct de__node *const *stack, size_t nstack,
-			     size_t want, const struct de__ino_ent *v,
-			     size_t nv, struct de__ino_ent *f, size_t *nf);
+			     const struct de__ino_ent *v, size_t nv,
+			     struct de__ino_ent *f, size_t *nf);
 int de__peek_touch(de_ctx *ctx, const struct de__peek *p,
 		   const struct de__ino_ent *f);
 void de__peek_end(struct de__peek *p);

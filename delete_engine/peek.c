@@ -7,20 +7,22 @@
  * entries (the memory of the listings and of the sort) or its fds, a
  * window or two ahead, where the holes want four.  Halving the window
  * without them made twice the sweeps of the inode table: the
- * four-million-file tree took 1.9 times as long; with them read whole it
- * cost what the million's did a file, holding 156 MiB
- * (bench/results/2026-12-07/NOTES.md, "Four million").
+ * four-million-file tree took 1.9 times as long (bench/results/
+ * 2026-12-06/NOTES.md, "Filling where the window has room"); with them
+ * read whole it cost what the million's did a file, but held 156 MiB
+ * (2026-12-07/NOTES.md, "Four million with room to fill").
  *
  * So the directories next on the stack, the ones the windows ahead would
  * read, are listed here without being read into the window: of each
  * entry only a regular file in an inode-table block that the window's
  * order skips and nothing else fills is kept, one a block, by name and
- * inode.  The listing is let go; the directory is read again in its own
- * window, its blocks then in the page cache.  A filler is touched by its
- * path under its directory's parent (sys.c de__touch_at: no symlink, no
- * mount crossed, the file checked against the inode listed), so nothing
- * of a directory renamed away since is touched, and a directory not
- * entered would not have been peeked.
+ * inode, up to a part of the window's entries (tunables.h
+ * DE__PEEK_PART).  The listing is let go; the directory
+ * is read again in its own window, its blocks then in the page cache.
+ * A filler is touched by its path under its directory's parent (sys.c
+ * de__touch_at: no symlink, no mount crossed, the file checked against
+ * the inode listed), so nothing of a directory renamed away since is
+ * touched, and a directory not entered would not have been peeked.
  */
 #include "internal.h"
 
@@ -53,14 +55,14 @@ static void set_hole(struct de__peek *p, uint64_t b, int on)
 
 /* The holes to look for: those order.c de__fill_runs_at() fills from the
  * fillers after the order v, the ones of its last run, that f does not
- * fill.  -1: none. */
+ * fill.  f keeps the filler it takes for each hole, the first of its
+ * block, and lets the rest go (*nf).  -1: none. */
 static int peek_start(struct de__peek *p, const struct de__ino_ent *v,
-		   size_t nv, const struct de__ino_ent *f, size_t nf)
+		      size_t nv, struct de__ino_ent *f, size_t *nf)
 {
 	size_t a, i;
 	uint64_t b;
 
-	memset(p, 0, sizeof(*p));
 	if (!nv || !v[nv - 1].ino)
 		return -1;
 	for (a = nv - 1; a > 0 && v[a - 1].ino <= v[a].ino && v[a - 1].ino;)
@@ -80,11 +82,13 @@ static int peek_start(struct de__peek *p, const struct de__ino_ent *v,
 		p->left += ib - pb - 1;
 	}
 	/* What the window's own rest fills is not a hole to peek for. */
-	for (i = 0; i < nf; i++)
-		if (f[i].ino && is_hole(p, block_of(f[i].ino))) {
-			set_hole(p, block_of(f[i].ino), 0);
+	for (i = 0, a = 0; i < *nf; i++)
+		if (f[i].ino && is_hole(p, b = block_of(f[i].ino))) {
+			set_hole(p, b, 0);
 			p->left--;
+			f[a++] = f[i];
 		}
+	*nf = a;
 	return 0;
 }
 
@@ -98,6 +102,10 @@ static int peek_cb(void *arg, const char *name, size_t len, uint64_t ino,
 	p->ents++;
 	if (type != DE_T_FILE || !ino || !is_hole(p, b = block_of(ino)))
 		return 0;
+	if (p->nf >= p->max) {
+		p->left = 0;		/* no more: the window's memory */
+		return 1;
+	}
 	if (p->nf == p->fcap) {
 		size_t cap = p->fcap ? 2 * p->fcap : 256;
 		struct de__ino_ent *f = realloc(p->f, cap * sizeof(*f));
@@ -162,10 +170,7 @@ static struct de__ino_ent *merge(struct de__peek *p, struct de__ino_ent *f,
 {
 	struct de__ino_ent *m;
 
-	if (!p->nf)
-		return f;
-	m = realloc(f, (*nf + p->nf) * sizeof(*m));
-	if (!m)
+	if (!p->nf || !(m = realloc(f, (*nf + p->nf) * sizeof(*m))))
 		return f;
 	memcpy(m + *nf, p->f, p->nf * sizeof(*m));
 	*nf += p->nf;
@@ -179,14 +184,14 @@ static struct de__ino_ent *merge(struct de__peek *p, struct de__ino_ent *f,
 /* See global.h. */
 struct de__ino_ent *de__peek(de_ctx *ctx, struct de__peek *p,
 			     struct de__node *const *stack, size_t nstack,
-			     size_t want, const struct de__ino_ent *v,
-			     size_t nv, struct de__ino_ent *f, size_t *nf)
+			     const struct de__ino_ent *v, size_t nv,
+			     struct de__ino_ent *f, size_t *nf)
 {
 	size_t k;
 
-	if (peek_start(p, v, nv, f, *nf) < 0)
+	if (peek_start(p, v, nv, f, nf) < 0)
 		return f;
-	for (k = nstack; k-- > 0 && p->left && p->ents < want &&
+	for (k = nstack; k-- > 0 && p->left && p->ents < p->want &&
 	     !de__cancelled(ctx);)
 		if (!((uintptr_t)stack[k] & 1))
 			peek_dir(ctx, p, stack[k]);

@@ -118,6 +118,14 @@
  * order (2026-12-07/NOTES.md). */
 #define DE__FILL_AHEAD		4u
 
+/* peek.c: the fillers a window keeps of the directories it has not
+ * read, a DE__PEEK_PART-th of its entries (98,304 of DE__WIN_ENTS, at
+ * about 34 bytes each with their names: 3.2 MiB).  A tree of ten
+ * million has more holes a window than that: without a bound they took
+ * its peak RSS from 45.4 to 64.2 MiB, with it 48.2 (2026-12-07/NOTES.md,
+ * "Four million with a peek"). */
+#define DE__PEEK_PART		4u
+
 /* ---- Polite deletion (pace.c) -------------------------------------- */
 
 /* de_config_polite(): 500 removals a second in one burst where there is

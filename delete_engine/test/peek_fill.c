@@ -15,6 +15,9 @@
  *     touched files' inode-table blocks are holes of the run, none of
  *     its files in them, and no block is touched twice;
  *   - everything is removed;
+ *   - with windows of 64 entries, where a window has more holes, the
+ *     window keeps 16 fillers of the directories it has not read, a
+ *     quarter of its entries (tunables.h DE__PEEK_PART);
  *   - a directory whose file is about to be touched is renamed out of
  *     the tree and a symlink to it put in its place: nothing of it is
  *     touched or removed (each file keeps its ctime), the symlink is
@@ -135,9 +138,38 @@ static int check_events(void)
 	return peeked;
 }
 
-/* Remove tree: windows of 256 entries and 20 blocks, filling.  Returns
+/* The most files peeked that one run touched. */
+static int most_peeked(void)
+{
+	static int n[4 * NALL];
+	size_t i, j;
+	int most = 0;
+
+	memset(n, 0, sizeof(n));
+	for (i = 0; i < nev; i++) {
+		if (ev[i].op != 't' || !ev[i].peeked)
+			continue;
+		for (j = i + 1; j < nev && ev[j].op != 'u'; j++)
+			;
+		/* The runs, counted again: the unlinks before j that start
+		 * one. */
+		n[j]++;
+	}
+	for (i = 0, j = SIZE_MAX; i < nev; i++) {
+		if (ev[i].op != 'u')
+			continue;
+		if (j != SIZE_MAX && inos[ev[i].k] >= inos[ev[j].k])
+			n[i] += n[j];	/* the same run: carried */
+		if (n[i] > most)
+			most = n[i];
+		j = i;
+	}
+	return most;
+}
+
+/* Remove tree: windows of ents entries and 20 blocks, filling.  Returns
  * the files that failed, or -1. */
-static long remove_tree(int dfd)
+static long remove_tree(int dfd, size_t ents)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
 				 .schedule = DE_SCHED_GLOBAL };
@@ -149,7 +181,7 @@ static long remove_tree(int dfd)
 	nev = 0;
 	rc = de_test_ctx_new(&ctx, &cfg, record, &dfd);
 	if (rc == 0) {
-		de_test_global_window(ctx, 256, 20);
+		de_test_global_window(ctx, ents, 20);
 		de_test_global_fill(ctx, 1);
 		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
 		de_ctx_free(ctx);
@@ -187,7 +219,7 @@ int test(int dfd)
 
 	/* Peeked files fill, one a hole; everything goes. */
 	CHECK(t_shuffled_tree(dfd, NDIRS, NF, 11, inos) == 0);
-	CHECK(remove_tree(dfd) == 0);
+	CHECK(remove_tree(dfd, 256) == 0);
 	CHECK(!t_exists(dfd, "tree"));
 	n = check_events();
 	for (i = 0; i < (int)nev; i++)
@@ -196,6 +228,17 @@ int test(int dfd)
 		"unlinked\n", n, u);
 	CHECK(n > 0);
 	CHECK(u == NALL);
+
+	/* Windows of 64 entries: a window keeps at most 16 fillers
+	 * (DE__PEEK_PART), where its holes are more. */
+	CHECK(t_shuffled_tree(dfd, NDIRS, NF, 11, inos) == 0);
+	CHECK(remove_tree(dfd, 64) == 0);
+	CHECK(!t_exists(dfd, "tree"));
+	CHECK(check_events() > 0);
+	n = most_peeked();
+	fprintf(stderr, "windows of 64 entries: at most %d peeked files "
+		"touched a run\n", n);
+	CHECK(n == 16);
 
 	/* The directory of a peeked file swapped for a symlink to it, as
 	 * the file is touched: nothing of it changes.  (The pause: a touch
@@ -207,7 +250,7 @@ int test(int dfd)
 	nanosleep(&pause, NULL);
 	move_armed = 1;
 	moved = -1;
-	n = (int)remove_tree(dfd);
+	n = (int)remove_tree(dfd, 256);
 	fprintf(stderr, "d%d swapped: %d failed\n", moved, n);
 	CHECK(n >= 1);
 	CHECK(move_armed == 0 && moved >= 0);
