@@ -49,8 +49,10 @@ TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
                # (scale-1m-holes.jsonl has b170855's, scale-1m.jsonl
                # session 53's).
                (1000000, '16 MiB', ['bench/results/2026-12-07/scale-1m-quarter.jsonl']),
-               (4000000, '64 MiB', ['bench/results/2026-12-06/scale-4m.jsonl',
-                                    'bench/results/2026-12-06/scale-4m-window.jsonl'])]
+               # Four million: rsync-de with its holes peeked (7b8a01e),
+               # rm -rf and stock side by side (2026-12-06/scale-4m*.jsonl
+               # have the builds before).
+               (4000000, '64 MiB', ['bench/results/2026-12-07/scale-4m-peek.jsonl'])]
 # Peers recorded under another name: scale-1m's "cur" is rsync-de at
 # 59c374f (bench/results/2026-12-06/NOTES.md, "Trees at scale").
 PEER_ALIASES = {'cur': 'rsync-de'}
@@ -60,8 +62,8 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # and whose holes are filled (b170855, run at the million); the cells
 # they left alone (40,000 and 250,000: windows of fewer directories)
 # keep the earlier builds' runs.  The first with runs at a size stands
-# for it, as in docs/BENCHMARKS.md's table: 89d71ab at four million (the
-# million's records name the build before this one's "rsync-de-before").
+# for it, as in docs/BENCHMARKS.md's table (the million's records name
+# the build before this one's "rsync-de-before").
 TREE_BUILDS = ('rsync-de@b170855', 'rsync-de@89d71ab', 'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
