@@ -69,6 +69,12 @@ static int peek_start(struct de__peek *p, const struct de__ino_ent *v,
 		a--;
 	p->b0 = block_of(v[a].ino);
 	p->nb = block_of(v[nv - 1].ino) - p->b0 + 1;
+	/* The bitmap spans the run's inode-table blocks: on a file system
+	 * of billions of inodes, megabytes.  Where the run's files are a
+	 * block in DE__PEEK_SPAN or sparser, few of its gaps are narrow
+	 * enough to fill, and it is not looked for. */
+	if (p->nb / DE__PEEK_SPAN > nv - a)
+		return -1;
 	p->holes = calloc(p->nb / 8 + 1, 1);
 	if (!p->holes)
 		return -1;

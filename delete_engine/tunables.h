@@ -125,6 +125,11 @@
  * its peak RSS from 45.4 to 64.2 MiB, with it 48.2 (2026-12-07/NOTES.md,
  * "Four million with a peek"). */
 #define DE__PEEK_PART		4u
+/* ... and looks for holes only where the window's files are at least
+ * one in DE__PEEK_SPAN inode-table blocks: its bitmap then takes at most
+ * 4 bytes a file (at ten million, a file in 5.5 blocks).  Sparser, the
+ * gaps are mostly wider than DE__FILL_GAP and are not filled. */
+#define DE__PEEK_SPAN		32u
 
 /* ---- Polite deletion (pace.c) -------------------------------------- */
 
