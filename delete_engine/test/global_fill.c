@@ -20,9 +20,25 @@
  *     set of windows;
  *   - a directory its owner moves out of the tree when it is read (the
  *     read ahead): nothing of it is touched, and it keeps every file,
- *     each with its ctime, as moved_dir pins for the other schedules.
+ *     each with its ctime, as moved_dir pins for the other schedules;
+ *   - a touch changes its file (its ctime moves between the touch and
+ *     the unlink), and still does under a seccomp filter that answers
+ *     openat2() with EPERM, as some container runtimes do: a window's
+ *     own filler is a single name, opened by openat() (sys.c
+ *     open_beneath).
  */
 #include "tutil.h"
+
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#if defined(__x86_64__) && defined(SYS_openat2)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#define T_SECCOMP 1
+#endif
 
 #define NG	6	/* groups of each directory */
 #define GS	32	/* files a group */
@@ -30,7 +46,36 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char ev[4 * NG * GS][40];	/* "u NAME" / "t NAME", in order */
 static size_t nev;
-static int swap_armed, move_armed;
+static int swap_armed, move_armed, watch_armed;
+static char watched[40];		/* the name of the file watched */
+static struct timespec watch_before, watch_after;
+
+/* Under the lock: a touch's file (name, of tree/a or tree/b) is watched,
+ * its ctime taken before the touch and again before its unlink.  The
+ * pause: a touch must show in a ctime of the clock's coarse ticks. */
+static void watch(int dfd, int op, const char *name)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct timespec *into = NULL;
+	char path[64];
+	struct stat st;
+
+	if (op == DE_OP_TOUCH && watch_armed) {
+		watch_armed = 0;
+		snprintf(watched, sizeof(watched), "%s", name);
+		into = &watch_before;
+	} else if (op == DE_OP_UNLINK && watched[0] &&
+		   !strcmp(name, watched)) {
+		into = &watch_after;
+	}
+	if (!into)
+		return;
+	snprintf(path, sizeof(path), "tree/%c/%s", name[1], name);
+	if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		*into = st.st_ctim;
+	if (into == &watch_before)
+		nanosleep(&pause, NULL);
+}
 static char outside[4200], moved_from[4200], moved_to[4200];
 
 static int record(void *arg, int op, const char *name)
@@ -42,6 +87,7 @@ static int record(void *arg, int op, const char *name)
 	    nev < sizeof(ev) / sizeof(ev[0]))
 		snprintf(ev[nev++], sizeof(ev[0]), "%c %s",
 			 op == DE_OP_TOUCH ? 't' : 'u', name);
+	watch(dfd, op, name);
 	pthread_mutex_unlock(&mu);
 	if (op == DE_OP_TOUCH &&
 	    __atomic_compare_exchange_n(&swap_armed, &one, 0, 0,
@@ -126,6 +172,51 @@ static int run(int dfd, int fill)
 	return touches;
 }
 
+/* Remove tree, filled, its first touch watched: 1 if the file's ctime
+ * moved, 0 if not, -1 when the run failed or nothing was touched. */
+static int touch_changes(int dfd)
+{
+	CHECK(make_tree(dfd) == 0);
+	memset(&watch_before, 0, sizeof(watch_before));
+	memset(&watch_after, 0, sizeof(watch_after));
+	watched[0] = '\0';
+	watch_armed = 1;
+	CHECK(run(dfd, 1) > 0);
+	CHECK(watched[0] && watch_before.tv_sec && watch_after.tv_sec);
+	fprintf(stderr, "%s: ctime %ld.%09ld, then %ld.%09ld\n", watched,
+		(long)watch_before.tv_sec, watch_before.tv_nsec,
+		(long)watch_after.tv_sec, watch_after.tv_nsec);
+	return watch_after.tv_sec != watch_before.tv_sec ||
+	       watch_after.tv_nsec != watch_before.tv_nsec;
+out:
+	return -1;
+}
+
+#ifdef T_SECCOMP
+/* From here on, this process's openat2() fails with EPERM. */
+static int refuse_openat2(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -1;
+	return syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0) == -1 &&
+	       errno == EPERM ? 0 : -1;
+}
+#endif
+
 int test(int dfd)
 {
 	struct stat before[GS], st, out0, out1;
@@ -179,6 +270,16 @@ int test(int dfd)
 		      st.st_ctim.tv_sec == before[i].st_ctim.tv_sec &&
 		      st.st_ctim.tv_nsec == before[i].st_ctim.tv_nsec);
 	}
+
+	/* A touch changes its file; with openat2() refused too (the last
+	 * case: the filter stays). */
+#ifndef DE_PORTABLE
+	CHECK(touch_changes(dfd) == 1);
+#ifdef T_SECCOMP
+	CHECK(refuse_openat2() == 0);
+	CHECK(touch_changes(dfd) == 1);
+#endif
+#endif
 	ret = T_PASS;
 out:
 	return ret;
