@@ -542,6 +542,11 @@ void de__enter_dir(de_ctx *ctx, struct de__node *n);
 void de__leave_dir(de_ctx *ctx, struct de__node *n);
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type);
+/* Growing a listing or peek.c's fillers, doubling: v with room for one more
+ * (NULL: none); name appended (offset below UINT32_MAX, or -ENOMEM). */
+void *de__grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+long de__arena_add(char **a, size_t *len, size_t *cap, const char *name,
+		   size_t nlen);
 
 /* unlink.c: removing what a directory holds, and the directory */
 int de__remove_at(de_ctx *ctx, int dfd, const char *name, int flags,

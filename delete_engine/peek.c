@@ -103,7 +103,9 @@ static int peek_cb(void *arg, const char *name, size_t len, uint64_t ino,
 		   enum de_type type)
 {
 	struct de__peek *p = arg;
+	struct de__ino_ent *f;
 	uint64_t b;
+	long at;
 
 	p->ents++;
 	if (type != DE_T_FILE || !ino || !is_hole(p, b = block_of(ino)))
@@ -112,32 +114,15 @@ static int peek_cb(void *arg, const char *name, size_t len, uint64_t ino,
 		p->left = 0;		/* no more: the window's memory */
 		return 1;
 	}
-	if (p->nf == p->fcap) {
-		size_t cap = p->fcap ? 2 * p->fcap : 256;
-		struct de__ino_ent *f = realloc(p->f, cap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		p->f = f;
-		p->fcap = cap;
-	}
-	if (p->nlen + len + 1 > p->ncap || p->nlen + len + 1 > UINT32_MAX) {
-		size_t cap = p->ncap ? 2 * p->ncap : 4096;
-		char *s;
-
-		while (cap < p->nlen + len + 1)
-			cap *= 2;
-		s = cap <= UINT32_MAX ? realloc(p->names, cap) : NULL;
-		if (!s)
-			return -ENOMEM;
-		p->names = s;
-		p->ncap = cap;
-	}
-	memcpy(p->names + p->nlen, name, len);
-	p->names[p->nlen + len] = 0;
+	f = de__grow(p->f, p->nf, &p->fcap, sizeof(*f), 256);
+	if (!f)
+		return -ENOMEM;
+	p->f = f;
+	at = de__arena_add(&p->names, &p->nlen, &p->ncap, name, len);
+	if (at < 0)
+		return (int)at;
 	p->f[p->nf++] = (struct de__ino_ent){ .ino = ino, .n = p->dir,
-		.i = (uint32_t)p->nlen, .k = DE__PEEKED };
-	p->nlen += len + 1;
+		.i = (uint32_t)at, .k = DE__PEEKED };
 	set_hole(p, b, 0);
 	return --p->left ? 0 : 1;
 }

@@ -16,44 +16,63 @@
 #include <string.h>
 #include <unistd.h>
 
+/* See internal.h. */
+void *de__grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t c = *cap ? 2 * *cap : first;
+
+	if (n < *cap)
+		return v;
+	v = realloc(v, c * size);
+	if (v)
+		*cap = c;
+	return v;
+}
+
+/* See internal.h. */
+long de__arena_add(char **a, size_t *len, size_t *cap, const char *name,
+		   size_t nlen)
+{
+	size_t at = *len, c = *cap ? *cap : 4096;
+	char *s = *a;
+
+	while (c < at + nlen + 1)
+		c *= 2;
+	if (c > UINT32_MAX)
+		return -ENOMEM;
+	if (c > *cap) {
+		s = realloc(s, c);
+		if (!s)
+			return -ENOMEM;
+		*a = s;
+		*cap = c;
+	}
+	memcpy(s + at, name, nlen);
+	s[at + nlen] = 0;
+	*len = at + nlen + 1;
+	return (long)at;
+}
+
 /* Append one listing entry.  Returns 0 or -ENOMEM. */
 int de__add_ent(struct de__node *n, const char *name, size_t len,
 		uint64_t ino, enum de_type type)
 {
-	struct de__ent *e;
+	struct de__ent *e = de__grow(n->ls.ents, n->ls.nents, &n->ls.cap,
+				     sizeof(*e), 64);
+	long at;
 
-	if (n->ls.nents == n->ls.cap) {
-		size_t cap = n->ls.cap ? n->ls.cap * 2 : 64;
-		void *p = realloc(n->ls.ents, cap * sizeof(*n->ls.ents));
-
-		if (!p)
-			return -ENOMEM;
-		n->ls.ents = p;
-		n->ls.cap = cap;
-	}
-	if (n->ls.alen + len + 1 > n->ls.acap || n->ls.alen + len + 1 > UINT32_MAX) {
-		size_t cap = n->ls.acap ? n->ls.acap * 2 : 4096;
-		void *p;
-
-		while (cap < n->ls.alen + len + 1)
-			cap *= 2;
-		if (cap > UINT32_MAX)
-			return -ENOMEM;
-		p = realloc(n->ls.arena, cap);
-		if (!p)
-			return -ENOMEM;
-		n->ls.arena = p;
-		n->ls.acap = cap;
-	}
+	if (!e)
+		return -ENOMEM;
+	n->ls.ents = e;
+	at = de__arena_add(&n->ls.arena, &n->ls.alen, &n->ls.acap, name, len);
+	if (at < 0)
+		return (int)at;
 	e = &n->ls.ents[n->ls.nents++];
 	memset(e, 0, sizeof(*e));
-	e->name = (uint32_t)n->ls.alen;
+	e->name = (uint32_t)at;
 	e->len = (uint16_t)len;
 	e->type = (uint8_t)type;
 	e->ino = ino;
-	memcpy(n->ls.arena + n->ls.alen, name, len);
-	n->ls.arena[n->ls.alen + len] = 0;
-	n->ls.alen += len + 1;
 	return 0;
 }
 

@@ -70,24 +70,15 @@ static size_t runs(size_t *last)
  * or 0 when the removal failed. */
 static size_t remove_with(int dfd, size_t ents, int fill, size_t *last)
 {
-	struct de_config cfg = { .threads = 2, .max_delete = -1,
-				 .schedule = DE_SCHED_GLOBAL };
-	struct de_target t = { .name = "tree" };
+	struct t_window w = { DE_SCHED_GLOBAL, 0, ents, 20, fill };
 	struct de_summary sum;
-	de_ctx *ctx;
 	int rc;
 
 	if (t_shuffled_tree(dfd, NDIRS, NF, 7, inos))
 		return 0;
 	nseen = 0;
 	touched_gone = 0;
-	rc = de_test_ctx_new(&ctx, &cfg, record, NULL);
-	if (rc == 0) {
-		de_test_global_window(ctx, ents, 20);
-		de_test_global_fill(ctx, fill);
-		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
-		de_ctx_free(ctx);
-	}
+	rc = t_remove_as(dfd, &w, record, NULL, &sum);
 	if (rc || t_exists(dfd, "tree") || nseen != NALL || touched_gone ||
 	    sum.removed[DE_T_FILE] != NALL || sum.removed[DE_T_DIR] != NDIRS + 1) {
 		fprintf(stderr, "ents %zu fill %d: rc %d, %zu unlinked%s\n",

@@ -171,21 +171,12 @@ static int most_peeked(void)
  * the files that failed, or -1. */
 static long remove_tree(int dfd, size_t ents)
 {
-	struct de_config cfg = { .threads = 2, .max_delete = -1,
-				 .schedule = DE_SCHED_GLOBAL };
-	struct de_target t = { .name = "tree" };
+	struct t_window w = { DE_SCHED_GLOBAL, 0, ents, 20, 1 };
 	struct de_summary sum;
-	de_ctx *ctx;
 	int rc;
 
 	nev = 0;
-	rc = de_test_ctx_new(&ctx, &cfg, record, &dfd);
-	if (rc == 0) {
-		de_test_global_window(ctx, ents, 20);
-		de_test_global_fill(ctx, 1);
-		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
-		de_ctx_free(ctx);
-	}
+	rc = t_remove_as(dfd, &w, record, &dfd, &sum);
 	if (rc && !(rc == -EIO && sum.failed)) {
 		fprintf(stderr, "de_remove: %d\n", rc);
 		return -1;

@@ -573,26 +573,36 @@ void t_shuffle(int *order, int n, unsigned seed)
 	}
 }
 
-int t_remove_windowed(int dfd, unsigned schedule, unsigned flags, int fill,
-		      de_fault_fn fn, void *arg)
+int t_remove_as(int dfd, const struct t_window *w, de_fault_fn fn, void *arg,
+		struct de_summary *sum)
 {
 	struct de_config cfg = { .threads = 2, .max_delete = -1,
-				 .schedule = schedule, .flags = flags };
+				 .schedule = w->schedule, .flags = w->flags };
 	struct de_target t = { .name = "tree" };
-	struct de_summary sum;
 	de_ctx *ctx;
 	int rc;
 
+	memset(sum, 0, sizeof(*sum));
 	rc = de_test_ctx_new(&ctx, &cfg, fn, arg);
 	if (rc == 0) {
-		de_test_global_window(ctx, 1u << 20, 1);
-		de_test_global_fill(ctx, fill);
-		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, &sum);
+		de_test_global_window(ctx, w->ents, w->blocks);
+		de_test_global_fill(ctx, w->fill);
+		rc = de_remove(ctx, dfd, &t, 1, NULL, NULL, sum);
 		de_ctx_free(ctx);
 	}
+	return rc;
+}
+
+int t_remove_windowed(int dfd, unsigned schedule, unsigned flags, int fill,
+		      de_fault_fn fn, void *arg)
+{
+	struct t_window w = { schedule, flags, 1u << 20, 1, fill };
+	struct de_summary sum;
+	int rc = t_remove_as(dfd, &w, fn, arg, &sum);
+
 	if (rc || sum.failed) {
 		fprintf(stderr, "fill %d: rc %d, %lu failed\n", fill, rc,
-			rc ? 0ul : (unsigned long)sum.failed);
+			(unsigned long)sum.failed);
 		return -1;
 	}
 	return 0;

@@ -181,10 +181,23 @@ double t_now(void);
 /* order[0..n) = 0..n-1 in a shuffled order, the same for the same seed. */
 void t_shuffle(int *order, int n, unsigned seed);
 
-/* de_remove() of dfd's "tree" under schedule (with flags), windows of
- * one directory block and filling as fill says (de_test_global_window,
- * de_test_global_fill), fn the fault hook with arg.  0, or -1 after a
- * line on stderr when the run or any of its removals failed. */
+/* How a test runs the global schedule: its window's bounds
+ * (de_test_global_window) and filling (de_test_global_fill). */
+struct t_window {
+	unsigned schedule, flags;	/* de_config's */
+	size_t ents, blocks;
+	int fill;
+};
+
+/* de_remove() of dfd's "tree" as w says, two threads, no limit, fn the
+ * fault hook with arg; *sum its summary (zero if it never ran).
+ * de_remove()'s return. */
+int t_remove_as(int dfd, const struct t_window *w, de_fault_fn fn, void *arg,
+		struct de_summary *sum);
+
+/* t_remove_as() under schedule (with flags), windows of one directory
+ * block, filling as fill says.  0, or -1 after a line on stderr when the
+ * run or any of its removals failed. */
 int t_remove_windowed(int dfd, unsigned schedule, unsigned flags, int fill,
 		      de_fault_fn fn, void *arg);
 
