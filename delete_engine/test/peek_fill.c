@@ -15,6 +15,9 @@
  *     touched files' inode-table blocks are holes of the run, none of
  *     its files in them, and no block is touched twice;
  *   - everything is removed;
+ *   - with each file linked again ("hN") in the directory half the tree
+ *     away, as in a cp -al snapshot beside its source, the same: the
+ *     fillers are touched, everything goes, nothing fails;
  *   - with windows of 64 entries, where a window has more holes, the
  *     window keeps 16 fillers of the directories it has not read, a
  *     quarter of its entries (tunables.h DE__PEEK_PART);
@@ -32,7 +35,8 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t inos[NALL];		/* file k's inode */
 static struct {
-	char op;			/* 'u' unlinked, 't' touched */
+	char op;			/* 'u' unlinked, 't' touched, 'h'
+					 * second name unlinked */
 	int k, peeked;
 } ev[4 * NALL];
 static size_t nev;
@@ -57,15 +61,18 @@ static int record(void *arg, int op, const char *name)
 {
 	const char *slash = strchr(name, '/');
 	int one = 1, k, peeked = slash != NULL;
+	char c = peeked ? slash[1] : name[0];
 
+	/* Files ("fN") unlinked or touched; their second names ("hN")
+	 * unlinked, which make runs too. */
 	if (op != DE_OP_UNLINK && op != DE_OP_TOUCH)
 		return 0;
-	if ((peeked ? slash[1] : name[0]) != 'f')
+	if (c != 'f' && !(c == 'h' && op == DE_OP_UNLINK))
 		return 0;
 	k = atoi(peeked ? slash + 2 : name + 1);
 	pthread_mutex_lock(&mu);
 	if (nev < sizeof(ev) / sizeof(ev[0]) && k >= 0 && k < NALL) {
-		ev[nev].op = op == DE_OP_TOUCH ? 't' : 'u';
+		ev[nev].op = op == DE_OP_TOUCH ? 't' : c == 'h' ? 'h' : 'u';
 		ev[nev].k = k;
 		ev[nev++].peeked = peeked;
 	}
@@ -92,7 +99,7 @@ static int check_events(void)
 	int run = 0, peeked = 0;
 
 	for (i = 0; i < nev; i++) {
-		if (ev[i].op != 'u')
+		if (ev[i].op == 't')
 			continue;
 		if (last != SIZE_MAX && inos[ev[i].k] < inos[ev[last].k])
 			run++;
@@ -100,7 +107,7 @@ static int check_events(void)
 		last = i;
 	}
 	for (i = nev, run = -1; i-- > 0;)
-		if (ev[i].op == 'u')
+		if (ev[i].op != 't')
 			run = run_of[i];
 		else
 			run_of[i] = run;
@@ -116,7 +123,7 @@ static int check_events(void)
 			/* Its file unlinked after it; its block none of the
 			 * run's files', and touched once in the run. */
 			if ((ev[j].op == 'u' && same && j < i) ||
-			    (ev[j].op == 'u' && near) ||
+			    (ev[j].op != 't' && near) ||
 			    (ev[j].op == 't' && j != i && near)) {
 				fprintf(stderr, "touch %zu (f%d, block %llu, "
 					"run %d): event %zu %c f%d\n", i,
@@ -217,6 +224,25 @@ int test(int dfd)
 		u += ev[i].op == 'u';
 	fprintf(stderr, "%d files touched from directories not read, %d "
 		"unlinked\n", n, u);
+	CHECK(n > 0);
+	CHECK(u == NALL);
+
+	/* Hard links half the tree apart: a file's two names are read in
+	 * different windows, or one read and one peeked. */
+	CHECK(t_shuffled_tree(dfd, NDIRS, NF, 11, inos) == 0);
+	for (i = 0; i < NALL; i++) {
+		snprintf(path, sizeof(path), "tree/d%d/f%d", i / NF, i);
+		snprintf(path + 2000, 64, "tree/d%d/h%d",
+			 (i / NF + NDIRS / 2) % NDIRS, i);
+		CHECK(linkat(dfd, path, dfd, path + 2000, 0) == 0);
+	}
+	CHECK(remove_tree(dfd, 256) == 0);
+	CHECK(!t_exists(dfd, "tree"));
+	n = check_events();
+	for (i = 0, u = 0; i < (int)nev; i++)
+		u += ev[i].op == 'u';
+	fprintf(stderr, "hard links: %d touched from directories not read, "
+		"%d unlinked\n", n, u);
 	CHECK(n > 0);
 	CHECK(u == NALL);
 
