@@ -40,6 +40,11 @@ extern "C" {
  * holes"): tests see which files are touched. */
 #define DE_OP_TOUCH		(DE_OP_CHMOD + 3)
 
+/* The fault hook's op for mapping a directory whose blocks are read
+ * ahead through the block device (dirahead.c; name: the directory's):
+ * tests see which are, and when.  Failing it leaves that one out. */
+#define DE_OP_AHEAD		(DE_OP_CHMOD + 4)
+
 /*
  * Fault injection: fn is asked (possibly on a worker thread, so it must
  * be thread-safe) before each syscall the engine makes on an entry, and
@@ -60,7 +65,8 @@ void de_test_global_window(de_ctx *ctx, size_t ents, size_t blocks);
 /* Whether inode orders have their holes filled (order.c
  * de__fill_runs_at: a global window's, and the runs of a huge directory's,
  * policy.c de__want_fill): 1 always, -1 never, 0 as planned (on ext4
- * with a journal), so that tests on tmpfs see it.  Never under
+ * with a journal), so that tests on tmpfs see it; 2 as 1 without reading
+ * the next directories' blocks ahead (dirahead.c).  Never under
  * DE_SCHED_DIRS or in ordered runs. */
 void de_test_global_fill(de_ctx *ctx, int fill);
 

@@ -247,9 +247,8 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 	return v;
 }
 
-/* Unlink file i of window directory n through *fd, the window's pin of
- * it (none tried: pin it now for the rest of the window; a take that
- * failed: keep its error). */
+/* Unlink file i of window directory n through *pin, the window's (none
+ * tried: pin it now for the window; a take that failed: its error). */
 static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
 			  struct de__pin *pin)
 {
@@ -303,15 +302,13 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * DE_SCHED_DIRS (policy.c de__want_fill).
  */
 
-/* The directory blocks of a filled window: half of what a window may
- * hold unfilled (see above). */
+/* A filled window's directory blocks: half an unfilled one's (above). */
 static size_t fill_blocks(const struct de__global *g)
 {
 	return g->blocks_max > 1 ? g->blocks_max / 2 : 1;
 }
 
-/* How far read_window() reads: with filling, the window and
- * DE__FILL_AHEAD more. */
+/* How far read_window() reads: filling, the window and DE__FILL_AHEAD more. */
 static size_t read_blocks(const struct de__global *g)
 {
 	return g->fill ? fill_blocks(g) * (1 + DE__FILL_AHEAD) : g->blocks_max;
@@ -478,6 +475,7 @@ void de__global_start(de_ctx *ctx, struct de__global *g, struct de__node *root,
 	g->dirs_max = ctx->fd_budget > 4 ? (size_t)ctx->fd_budget / 2 : 2;
 	g->blocks_max = ctx->run.plan.win_blocks;
 	g->fill = de__want_fill(ctx);
+	de__ahead_start(ctx, g);
 	if (root->ls.nents && root->ls.ents[0].child &&
 	    root->ls.ents[0].child->fl.base) {
 		size_t k;
@@ -632,6 +630,8 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 		      g->blocks < read_blocks(g) &&
 		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
 			break;
+		if (!g->ahead || !--g->ahead)
+			de__ahead(ctx, g, read_blocks(g));
 		read_one(ctx, g, g->stack[--g->nstack], batch);
 	}
 	/* A window full, or a tree read whole, before the probe decided:
@@ -649,6 +649,7 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 /* See internal.h. */
 void de__global_end(struct de__global *g)
 {
+	de__ahead_end(g);
 	free(g->stack);
 	free(g->win);
 	free(g->wpin);

@@ -27,6 +27,8 @@ struct de__global {
 					 * its first part unlinked, the rest
 					 * filling */
 	int told;			/* the verdict went to de__set_slow() */
+	int bdev;			/* dirahead.c's, or -1 */
+	size_t ahead;			/* directories it asked for not read */
 };
 void de__global_start(de_ctx *ctx, struct de__global *g,
 		      struct de__node *root, int probe);
@@ -36,6 +38,15 @@ int de__global_step(de_ctx *ctx, struct de__global *g);
  * only), and g is then ended. */
 int de__global_read(de_ctx *ctx, struct de__global *g);
 void de__global_end(struct de__global *g);
+
+/* dirahead.c: where g fills, the root's block device is opened
+ * (de__ahead_start), and the stack's next directories are asked of its
+ * cache (de__ahead: as many blocks as the window lacks of upto, a
+ * window's at least; g->ahead of them) when those asked before are
+ * read. */
+void de__ahead_start(de_ctx *ctx, struct de__global *g);
+void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto);
+void de__ahead_end(struct de__global *g);
 
 /*
  * batch.c: the batch walk's batch: entries the walk reached, in
