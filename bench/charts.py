@@ -44,11 +44,12 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl'
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
 TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
                (250000, '4 MiB', ['bench/results/2026-12-06/scale-250k.jsonl']),
-               # The million: rsync-de (a quarter of a transaction a
-               # window), rm -rf and stock side by side, 2026-12-07
-               # (scale-1m-holes.jsonl has b170855's, scale-1m.jsonl
-               # session 53's).
-               (1000000, '16 MiB', ['bench/results/2026-12-07/scale-1m-quarter.jsonl']),
+               # The million: rsync-de (7fc5357, its directories read
+               # ahead), rm -rf and stock side by side, 2026-12-07 batch
+               # AK (scale-1m-quarter.jsonl has 1fbeedc's successor's,
+               # scale-1m-holes.jsonl b170855's, scale-1m.jsonl session
+               # 53's).
+               (1000000, '16 MiB', ['bench/results/2026-12-07/scale-1m-dirahead.jsonl']),
                # Four million: rsync-de with its holes peeked (7b8a01e),
                # rm -rf and stock side by side (2026-12-06/scale-4m*.jsonl
                # have the builds before).
