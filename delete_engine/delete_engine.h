@@ -398,6 +398,19 @@ int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents);
 int de_names_ahead(int dirfd);
 
 /*
+ * For a caller about to list a large directory whole itself (rsync's
+ * listing of a destination directory): on ext4, which reads such a
+ * directory one block a request in hash order, asks the block device's
+ * cache for the directory's blocks in a few long requests first, as the
+ * global schedule does for the directories it reads.  Only on a device
+ * not known to read fast (de_note_read()) and where this process may
+ * read the device (root); it changes nothing, and does nothing for a
+ * small directory or on any failure.  Call it again where the listing
+ * resumes after a long pause: blocks the cache let go are asked again.
+ */
+void de_dir_ahead(de_ctx *ctx, int dirfd);
+
+/*
  * For a caller that hands one huge directory's targets to de_remove() in
  * several calls, to bound its memory and the engine's: put the n targets
  * (directly inside dirfd) in an order in which those calls together

@@ -41,8 +41,9 @@ extern "C" {
 #define DE_OP_TOUCH		(DE_OP_CHMOD + 3)
 
 /* The fault hook's op for mapping a directory whose blocks are read
- * ahead through the block device (dirahead.c; name: the directory's):
- * tests see which are, and when.  Failing it leaves that one out. */
+ * ahead through the block device (dirahead.c; name: the directory's, "."
+ * for de_dir_ahead()'s): tests see which are, and when.  Failing it
+ * leaves that one out. */
 #define DE_OP_AHEAD		(DE_OP_CHMOD + 4)
 
 /*

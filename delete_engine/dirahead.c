@@ -25,10 +25,14 @@
  * directory that moved or is not one is only mapped where it now is (or
  * not at all), and any failure (no such device node, not root, no
  * FIEMAP) leaves the reads as they were.  The fault hook sees each
- * directory mapped (DE_OP_AHEAD), not the calls.  Only where the window fills (ext4 with a journal, on
- * a device not known to read fast: policy.c de__want_fill), where the
- * root's st_dev is a block device this process may read, and not while
- * DE_SCHED_AUTO's probe times the first reads.
+ * directory mapped (DE_OP_AHEAD), not the calls.  Only where the window
+ * fills (ext4 with a journal, on a device not known to read fast:
+ * policy.c de__want_fill), where the root's st_dev is a block device
+ * this process may read, and not while DE_SCHED_AUTO's probe times the
+ * first reads (read ahead, a slow disk would look fast).
+ *
+ * de_dir_ahead() does the same for a directory its caller lists whole,
+ * the seeds' case of one directory of a million files (rsync lists it).
  */
 #include "internal.h"
 
@@ -94,31 +98,18 @@ void de__ahead_end(struct de__global *g)
 	g->bdev = -1;
 }
 
-/* Append the extents of directory n (its parent's pin, then its name)
- * to *x; the blocks mapped, 0 if none. */
-static uint64_t map_dir(de_ctx *ctx, struct de__node *n, struct extent *x,
-			size_t *nx, size_t cap)
+/* Append fd's extents from its start, DE__AHEAD_EXTENTS at most, to
+ * *x; the blocks mapped, 0 if none. */
+static uint64_t map_fd(int fd, struct extent *x, size_t *nx, size_t cap)
 {
 	union {
 		struct fiemap fm;
 		char b[sizeof(struct fiemap) +
 		       DE__AHEAD_EXTENTS * sizeof(struct fiemap_extent)];
 	} u;
-	struct de__pin pin;
 	uint64_t got = 0;
 	unsigned j;
-	int fd;
 
-	if (de__fault(ctx, DE_OP_AHEAD, n->name))
-		return 0;
-	pin = de__pin_take(ctx, n->parent, -1);
-	if (!pin.n)
-		return 0;
-	fd = openat(pin.fd, n->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-	de__pin_drop(ctx, &pin);
-	if (fd < 0)
-		return 0;
 	memset(&u, 0, sizeof(u));
 	u.fm.fm_length = FIEMAP_MAX_OFFSET;
 	u.fm.fm_extent_count = DE__AHEAD_EXTENTS;
@@ -131,6 +122,29 @@ static uint64_t map_dir(de_ctx *ctx, struct de__node *n, struct extent *x,
 				     4096 - x[*nx].at;
 			got += x[(*nx)++].len;
 		}
+	return got;
+}
+
+/* Append the extents of directory n (its parent's pin, then its name)
+ * to *x; the blocks mapped, 0 if none. */
+static uint64_t map_dir(de_ctx *ctx, struct de__node *n, struct extent *x,
+			size_t *nx, size_t cap)
+{
+	struct de__pin pin;
+	uint64_t got;
+	int fd;
+
+	if (de__fault(ctx, DE_OP_AHEAD, n->name))
+		return 0;
+	pin = de__pin_take(ctx, n->parent, -1);
+	if (!pin.n)
+		return 0;
+	fd = openat(pin.fd, n->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	de__pin_drop(ctx, &pin);
+	if (fd < 0)
+		return 0;
+	got = map_fd(fd, x, nx, cap);
 	close(fd);
 	return got;
 }
@@ -142,31 +156,48 @@ static int by_at(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* Ask for blocks at to end of g's device, in pieces. */
-static void ask(const struct de__global *g, uint64_t at, uint64_t end)
+/* Ask bdev's cache for blocks at to end, in pieces. */
+static void ask(int bdev, uint64_t at, uint64_t end)
 {
 	for (; at < end; at += DE__AHEAD_CHUNK) {
 		uint64_t n = end - at < DE__AHEAD_CHUNK ? end - at :
 			     DE__AHEAD_CHUNK;
 
-		(void)posix_fadvise(g->bdev, (off_t)(at * 4096),
+		(void)posix_fadvise(bdev, (off_t)(at * 4096),
 				    (off_t)(n * 4096), POSIX_FADV_WILLNEED);
+	}
+}
+
+/* Ask bdev's cache for the extents x[0..nx), in the disk's order, each
+ * range joined across gaps of up to DE__AHEAD_GAP blocks. */
+static void ask_extents(int bdev, struct extent *x, size_t nx)
+{
+	size_t i, j;
+
+	qsort(x, nx, sizeof(*x), by_at);
+	for (i = 0; i < nx; i = j) {
+		uint64_t end = x[i].at + x[i].len;
+
+		for (j = i + 1; j < nx && x[j].at <= end + DE__AHEAD_GAP; j++)
+			if (x[j].at + x[j].len > end)
+				end = x[j].at + x[j].len;
+		ask(bdev, x[i].at, end);
 	}
 }
 
 /* See global.h. */
 void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto)
 {
-	size_t i, j, nx = 0, want = upto > g->blocks ? upto - g->blocks : 0;
+	size_t i, nx = 0, want = upto > g->blocks ? upto - g->blocks : 0;
 	size_t cap;
 	struct extent *x;
 	uint64_t got = 0;
 
-	/* Not while the probe times the first reads (global.c): read
-	 * ahead, a slow disk would look fast. */
+	/* A window's blocks at least, however much of it is read. */
 	if (want < upto / (1 + DE__FILL_AHEAD))
 		want = upto / (1 + DE__FILL_AHEAD);
 	cap = 2 * want + DE__AHEAD_EXTENTS;
+	/* Nothing while the probe times the first reads (global.c). */
 	if (g->bdev < 0 || g->probing > 0 || !want ||
 	    !(x = malloc(cap * sizeof(*x))))
 		return;
@@ -182,14 +213,26 @@ void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto)
 			g->ahead++;
 		}
 	}
-	qsort(x, nx, sizeof(*x), by_at);
-	for (i = 0; i < nx; i = j) {
-		uint64_t end = x[i].at + x[i].len;
-
-		for (j = i + 1; j < nx && x[j].at <= end + DE__AHEAD_GAP; j++)
-			if (x[j].at + x[j].len > end)
-				end = x[j].at + x[j].len;
-		ask(g, x[i].at, end);
-	}
+	ask_extents(g->bdev, x, nx);
 	free(x);
+}
+
+/* See delete_engine.h. */
+void de_dir_ahead(de_ctx *ctx, int dirfd)
+{
+	struct extent x[DE__AHEAD_EXTENTS];
+	struct stat st;
+	size_t nx = 0;
+	int bdev;
+
+	if (!ctx || fstat(dirfd, &st) || !S_ISDIR(st.st_mode) ||
+	    st.st_size < (off_t)DE__DIR_AHEAD_MIN * 4096 ||
+	    !de__want_dir_ahead(ctx, de__fs_type(dirfd), st.st_dev) ||
+	    de__fault(ctx, DE_OP_AHEAD, "."))
+		return;
+	if ((bdev = open_bdev(st.st_dev)) < 0)
+		return;
+	if (map_fd(dirfd, x, &nx, DE__AHEAD_EXTENTS))
+		ask_extents(bdev, x, nx);
+	close(bdev);
 }

@@ -47,6 +47,8 @@ void de__global_end(struct de__global *g);
 void de__ahead_start(de_ctx *ctx, struct de__global *g);
 void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto);
 void de__ahead_end(struct de__global *g);
+/* policy.c: whether de_dir_ahead() asks for a directory on fstype, dev. */
+int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev);
 
 /*
  * batch.c: the batch walk's batch: entries the walk reached, in

@@ -22,6 +22,8 @@
  *   serial     the calling thread removes, in canonical order
  *              (want_serial)
  *   help       a reader far ahead unlinks what it read (p2_help)
+ *   dirra      a listing is read ahead through the block device
+ *              (de__want_dir_ahead)
  * A file system not listed (and the portable build's 0) takes the last
  * row: a local disk file system.
  */
@@ -29,29 +31,29 @@ struct fs_policy {
 	long magic;
 	const char *name;
 	unsigned char dino_stat, dino_layer, sort, latency, split, gate,
-		      serial, help;
+		      serial, help, dirra;
 };
 
 static const struct fs_policy fs_policy[] = {
-	/* magic	name	   dino_stat layer sort lat split gate ser help */
-	{ 0xef53L,	"ext4",		1, 0, 1, 0, 0, 1, 0, 1 },
-	{ 0x58465342L,	"xfs",		1, 0, 1, 0, 0, 1, 0, 0 },
-	{ 0x9123683eL,	"btrfs",	1, 0, 1, 0, 0, 1, 1, 0 },
-	{ 0x01021994L,	"tmpfs",	1, 0, 0, 0, 1, 0, 0, 0 },
-	{ 0x858458f6L,	"ramfs",	1, 0, 0, 0, 1, 0, 0, 0 },
-	{ 0x794c7630L,	"overlayfs",	0, 1, 1, 0, 0, 1, 0, 0 },
-	{ 0x6969L,	"nfs",		1, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x517bL,	"smb",		0, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0xfe534d42L,	"smb2",		0, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0xff534d42L,	"cifs",		0, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x65735546L,	"fuse",		0, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x01021997L,	"9p",		1, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x0bd00bd0L,	"lustre",	1, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x00c36400L,	"ceph",		1, 0, 0, 1, 0, 0, 0, 0 },
-	{ 0x5346414fL,	"afs",		1, 0, 1, 1, 0, 0, 0, 0 },
-	{ 0x01161970L,	"gfs2",		1, 0, 1, 1, 0, 0, 0, 0 },
-	{ 0x7461636fL,	"ocfs2",	1, 0, 1, 1, 0, 0, 0, 0 },
-	{ 0,		"other",	1, 0, 1, 0, 0, 1, 0, 0 },
+	/* magic	name	   dino layer sort lat split gate ser help ra */
+	{ 0xef53L,	"ext4",		1, 0, 1, 0, 0, 1, 0, 1, 1 },
+	{ 0x58465342L,	"xfs",		1, 0, 1, 0, 0, 1, 0, 0, 0 },
+	{ 0x9123683eL,	"btrfs",	1, 0, 1, 0, 0, 1, 1, 0, 0 },
+	{ 0x01021994L,	"tmpfs",	1, 0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x858458f6L,	"ramfs",	1, 0, 0, 0, 1, 0, 0, 0, 0 },
+	{ 0x794c7630L,	"overlayfs",	0, 1, 1, 0, 0, 1, 0, 0, 0 },
+	{ 0x6969L,	"nfs",		1, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x517bL,	"smb",		0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0xfe534d42L,	"smb2",		0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0xff534d42L,	"cifs",		0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x65735546L,	"fuse",		0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x01021997L,	"9p",		1, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x0bd00bd0L,	"lustre",	1, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x00c36400L,	"ceph",		1, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ 0x5346414fL,	"afs",		1, 0, 1, 1, 0, 0, 0, 0, 0 },
+	{ 0x01161970L,	"gfs2",		1, 0, 1, 1, 0, 0, 0, 0, 0 },
+	{ 0x7461636fL,	"ocfs2",	1, 0, 1, 1, 0, 0, 0, 0, 0 },
+	{ 0,		"other",	1, 0, 1, 0, 0, 1, 0, 0, 0 },
 };
 
 /* fstype's row (the last one for a file system not listed). */
@@ -269,6 +271,19 @@ int de__want_names_ahead(long fstype)
 int de_names_ahead(int dirfd)
 {
 	return de__want_names_ahead(de__fs_type(dirfd));
+}
+
+/*
+ * Whether a directory listed whole on fstype and dev is first asked of
+ * the block device's cache (dirahead.c de_dir_ahead): on ext4, which
+ * reads an indexed directory one block a request in hash order, with no
+ * read-ahead, on a device not known to read fast (on the hdd model, one
+ * directory of a million files listed by rsync: 10,083 reads in 416.7 s,
+ * 4,622 in 386.3 once asked; bench/results/2026-12-07/NOTES.md).
+ */
+int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev)
+{
+	return fs_of(fstype)->dirra && de__dev_slow(ctx, dev) != 0;
 }
 
 /*

@@ -138,6 +138,9 @@
  * a call; more is dropped). */
 #define DE__AHEAD_GAP		64u
 #define DE__AHEAD_CHUNK		32u
+/* de_dir_ahead(): a directory listed whole is asked for from this many
+ * blocks (64 KiB, some 1,500 names): smaller, its reads are few. */
+#define DE__DIR_AHEAD_MIN	16u
 
 /* ---- Polite deletion (pace.c) -------------------------------------- */
 

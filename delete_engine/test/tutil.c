@@ -105,6 +105,21 @@ int t_loop_mount(const char *size, const char *mkfs)
 	return mnt_fd();
 }
 
+int t_remount(int fd)
+{
+	char cmd[2 * sizeof(t_mnt) + 64];
+
+	if (fd >= 0)
+		close(fd);
+	if (!t_mnt[0] || umount(t_mnt) ||
+	    snprintf(cmd, sizeof(cmd), "mount -o loop '%s/img' '%s'", t_base,
+		     t_mnt) >= (int)sizeof(cmd) || system(cmd) != 0) {
+		t_mnt[0] = 0;
+		return -1;
+	}
+	return mnt_fd();
+}
+
 int t_tmpfs(const char *path)
 {
 	if (geteuid() != 0 || !t_base[0] ||

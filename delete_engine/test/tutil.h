@@ -68,6 +68,11 @@ extern char t_mnt[sizeof(t_base) + 256];
 
 int t_loop_mount(const char *size, const char *mkfs);
 
+/* Close fd and mount t_loop_mount()'s image again, so that what the file
+ * system kept of it in memory is gone.  Returns an fd of the new mount,
+ * or -1 (the image is then unmounted). */
+int t_remount(int fd);
+
 /*
  * As root, mount a 1 MiB tmpfs on the directory <temp>/path, which must
  * exist: a file system of its own inside the tree.  Returns an
