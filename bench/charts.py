@@ -35,11 +35,16 @@ SLOW_CELLS = [('hdd, shuffled', 'hdd', 'ext4-j4', 'shuffled'),
               ('hdd, one dir of 40,000', 'hdd', 'ext4-j4', 'flat')]
 # One directory, by its size: (files, the journal, records, cell) for the
 # cost-per-file chart; stock's runs stopped early count at their rate.
-SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-05/slowdisk-flat.jsonl',
+SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells-flat40k.jsonl',
+                                  'bench/results/2026-12-05/slowdisk-flat.jsonl',
                                   'bench/results/2026-12-03/slowdisk.jsonl']),
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
                                    'bench/results/2026-12-06/slowdisk-250k-dir-stock.jsonl']),
-                (1000000, '16 MiB', ['bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
+                # The million: rsync-de 6a72117 (the directory's blocks
+                # read ahead) beside rm -rf (2026-12-07 batch BC); stock
+                # and find -delete from the batch of 2026-12-06.
+                (1000000, '16 MiB', ['bench/results/2026-12-07/slowdisk-million-dir-ahead.jsonl',
+                                     'bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
 # Trees of 1,000 files a directory, shuffled, at about 62,000 files per
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
 TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
@@ -64,8 +69,10 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # they left alone (40,000 and 250,000: windows of fewer directories)
 # keep the earlier builds' runs.  The first with runs at a size stands
 # for it, as in docs/BENCHMARKS.md's table (the million's records name
-# the build before this one's "rsync-de-before").
-TREE_BUILDS = ('rsync-de@b170855', 'rsync-de@89d71ab', 'rsync-de@ef4304d')
+# the build before this one's "rsync-de-before").  The one directory of
+# a million and of 40,000: 6a72117, which reads it ahead.
+TREE_BUILDS = ('rsync-de@6a72117', 'rsync-de@b170855', 'rsync-de@89d71ab',
+               'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
