@@ -35,7 +35,7 @@ SLOW_CELLS = [('hdd, shuffled', 'hdd', 'ext4-j4', 'shuffled'),
               ('hdd, one dir of 40,000', 'hdd', 'ext4-j4', 'flat')]
 # One directory, by its size: (files, the journal, records, cell) for the
 # cost-per-file chart; stock's runs stopped early count at their rate.
-SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells-flat40k.jsonl',
+SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells.jsonl',
                                   'bench/results/2026-12-05/slowdisk-flat.jsonl',
                                   'bench/results/2026-12-03/slowdisk.jsonl']),
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
