@@ -630,8 +630,10 @@ static void read_window(de_ctx *ctx, struct de__global *g)
 		      g->blocks < read_blocks(g) &&
 		      g->probing >= 0 && !(batch && de__cancelled(ctx))))
 			break;
-		if (!g->ahead || !--g->ahead)
+		if (!g->ahead)
 			de__ahead(ctx, g, read_blocks(g));
+		if (g->ahead)
+			g->ahead--;
 		read_one(ctx, g, g->stack[--g->nstack], batch);
 	}
 	/* A window full, or a tree read whole, before the probe decided:
