@@ -70,9 +70,9 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # keep the earlier builds' runs.  The first with runs at a size stands
 # for it, as in docs/BENCHMARKS.md's table (the million's records name
 # the build before this one's "rsync-de-before").  The one directory of
-# a million and of 40,000: 6a72117, which reads it ahead.
-TREE_BUILDS = ('rsync-de@6a72117', 'rsync-de@b170855', 'rsync-de@89d71ab',
-               'rsync-de@ef4304d')
+# a million and of 40,000 (SCALE_POINTS): 6a72117, which reads it ahead.
+RSYNC_DE_BUILDS = ('rsync-de@6a72117', 'rsync-de@b170855', 'rsync-de@89d71ab',
+                   'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
@@ -301,14 +301,14 @@ def scale_costs(points, tree):
                 peer = r['peer'].split('@')[0]
                 peer = PEER_ALIASES.get(peer, peer)
                 runs.setdefault((files, peer), []).append(1000 * secs / files)
-                if r['peer'] in TREE_BUILDS:
+                if r['peer'] in RSYNC_DE_BUILDS:
                     runs.setdefault((files, r['peer']), []).append(1000 * secs / files)
     for files, _, _ in points:
-        # The first of TREE_BUILDS with runs at this size stands for it.
-        got = [b for b in TREE_BUILDS if (files, b) in runs]
+        # The first of RSYNC_DE_BUILDS with runs at this size stands for it.
+        got = [b for b in RSYNC_DE_BUILDS if (files, b) in runs]
         if got:
             runs[(files, 'rsync-de')] = runs[(files, got[0])]
-        for b in TREE_BUILDS:
+        for b in RSYNC_DE_BUILDS:
             runs.pop((files, b), None)
     return {k: statistics.median(v) for k, v in runs.items()}
 
