@@ -317,6 +317,12 @@ struct de_opts {
 	long long max_delete;	/* >= 0: this call's limit (de_limit_take()
 				 * counts against it); < 0: the context's
 				 * de_config.max_delete */
+	/* The targets de_order_cut() held back, which the caller hands to
+	 * its next call into the same dirfd: this call (de_remove(), or
+	 * de_remove_sets() of one set) may mark any of them changed, its
+	 * mode set to what it is, never more.  NULL: none. */
+	const struct de_target *fill;
+	size_t nfill;
 };
 
 /*
@@ -427,6 +433,21 @@ void de_dir_ahead(de_ctx *ctx, int dirfd);
  */
 int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *targets,
 		     size_t n);
+
+/*
+ * For a caller that reads a huge directory in pieces and hands each to
+ * de_remove() as it goes: after de_order_targets() on what it holds (the
+ * rest of the last piece and the new one), the number of targets to
+ * remove now.  The engine fills the holes of each run's inode order with
+ * files of the runs after it (README, "Heuristics"), and a call's last
+ * runs have none unless they are given: so where it fills, the last few
+ * runs of the files are held back, for the next call and as this one's
+ * de_opts.fill.  The directories are moved in before them, to go now.
+ * Returns n where nothing is held back: the engine would not fill on
+ * dirfd's filesystem, or the files are one run.
+ */
+size_t de_order_cut(de_ctx *ctx, int dirfd, struct de_target *targets,
+		    size_t n);
 
 /*
  * From a hook, on the thread that called de_remove(), during a run with

@@ -43,8 +43,7 @@
  * and the walk makes the rmdirs and the reports in canonical order.  A
  * limit stays exact: a batch that could pass it goes entry by entry.
  * Only runs that decide entry by entry (a dry run, the dispose, ask_dir
- * and enter_dir hooks) keep the per-directory schedule (policy.c
- * de__plan).
+ * and enter_dir hooks) keep the per-directory schedule (de__plan).
  */
 #include "internal.h"
 
@@ -294,11 +293,11 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * each directory block that the two transactions after its last did not
  * log, and a window of fewer blocks gives each of them more of every
  * transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest is then
- * read on, and its first part is the next window.  A huge directory
- * taken directory by directory (unlink.c unlink_range) fills each run of
- * its order from the next.  Only where the plan found a jbd2 journal
- * (ext4) on a device not known to read fast, not in ordered runs, whose
- * batches follow the walk (de__global_read), and never under
+ * read on, and its first part is the next window.  A huge directory's
+ * runs fill from the DE__FILL_AHEAD after them, and the call's last from
+ * its de_opts.fill (peek.c de__given).  Only where the plan found a jbd2
+ * journal (ext4) on a device not known to read fast, not in ordered
+ * runs, whose batches follow the walk (de__global_read), and never under
  * DE_SCHED_DIRS (policy.c de__want_fill).
  */
 
@@ -318,9 +317,9 @@ static size_t read_blocks(const struct de__global *g)
  * The length of the window's first part: directories in read order up to
  * the filled window's blocks (see above).  Where the read stopped short
  * of the windows ahead, at its entries or fds, the directories next on
- * the stack fill too (peek()).  At the end of the tree, a rest
- * smaller than the part goes with it: the last part has nothing to fill
- * from, and a small one alone would sweep the inode table sparsely
+ * the stack fill too (peek()).  At the end of the tree, a rest smaller
+ * than the part goes with it: the last part has nothing to fill from,
+ * and a small one alone would sweep the inode table sparsely
  * (2026-12-07/NOTES.md).
  */
 static size_t first_part(const struct de__global *g)
@@ -387,14 +386,14 @@ static int win_touch(de_ctx *ctx, const void *arg,
 {
 	const struct win_order *o = arg;
 
-	if (f->k == DE__PEEKED)
+	if (f->k >= DE__GIVEN)
 		return de__peek_touch(ctx, o->peek, f);
 	return de__touch_listed(ctx, o->g->wpin[f->k].fd, f);
 }
 
-/* Unlink v, the window's order.  Filling, each run of it (a huge
- * directory's: window_order) has its holes filled from the next run, and
- * the last from f, the rest of the window and what pk peeked. */
+/* Unlink v, the window's order.  Filling, each run (a huge directory's:
+ * window_order) has its holes filled from the runs after it, the last
+ * from f (the rest of the window, or the call's fill) and pk's peeked. */
 static void unlink_order(de_ctx *ctx, struct de__global *g,
 			 const struct de__ino_ent *v, size_t nv,
 			 const struct de__ino_ent *f, size_t nf,
@@ -432,8 +431,9 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
 	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
-	if (g->fill && nk < g->nwin)
-		f = fillers(ctx, g, nk, &nf);
+	if (g->fill)
+		f = nk < g->nwin ? fillers(ctx, g, nk, &nf) :
+		    !g->nstack ? de__given(ctx, ctx->run.root, &nf) : NULL;
 	/* Where the read stopped short of the windows ahead, the stack's
 	 * next directories are listed for as many entries as it lacks. */
 	if (g->fill && g->nstack && g->blocks && g->blocks < read_blocks(g)) {

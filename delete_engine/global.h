@@ -49,6 +49,9 @@ void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto);
 void de__ahead_end(struct de__global *g);
 /* policy.c: whether de_dir_ahead() asks for a directory on fstype, dev. */
 int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev);
+/* policy.c: whether a run on dev would fill (de__want_fill), as far as
+ * dev and the context tell before it is planned: de_order_cut(). */
+int de__would_fill(de_ctx *ctx, dev_t dev);
 
 /*
  * batch.c: the batch walk's batch: entries the walk reached, in
@@ -100,7 +103,8 @@ void de__batch_free(de_ctx *ctx, struct de__batch *b);
  * fills after the last run (after, by inode; none: NULL), and calls
  * de__fill_runs_at() for each entry i, in order, before unlinking it:
  * the inode-table blocks it skips since the entry before are filled from
- * the next run's files.  de__fill_runs_end() frees what it held.
+ * the files of the DE__FILL_AHEAD runs after its own, and where those
+ * reach the end, from after.  de__fill_runs_end() frees what it held.
  */
 struct de__fill_runs {
 	size_t n;
@@ -111,10 +115,11 @@ struct de__fill_runs {
 	const void *arg;
 	const struct de__ino_ent *after;
 	size_t nafter;
-	/* Kept by de__fill_runs_at(): the end of the run entry i is in and
-	 * of the next run, the next run's fillers (NULL without memory: that
-	 * run fills nothing), and the inode of the entry before. */
-	size_t end, next;
+	/* Kept by de__fill_runs_at(): the end of the run entry i is in, of
+	 * the next run and of the runs that fill, their fillers (NULL
+	 * without memory: that run fills nothing), and the inode of the
+	 * entry before. */
+	size_t end, next, upto;
 	struct de__ino_ent *f;
 	size_t nf;
 	uint64_t prev;
@@ -138,6 +143,12 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f);
  * de__peek_end() frees what p holds.
  */
 #define DE__PEEKED	UINT32_MAX
+/* de__given(): the call's de_opts.fill, its files by inode, each a filler
+ * with k DE__GIVEN (n the root, i its index there) for the order's last
+ * runs, or NULL; de__touch_given() touches one through fd, the root's. */
+#define DE__GIVEN	(UINT32_MAX - 1)
+struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root, size_t *nf);
+int de__touch_given(de_ctx *ctx, int fd, const struct de__ino_ent *f);
 struct de__peek {
 	size_t want, max;
 	uint8_t *holes;			/* a bit a block, from b0 */

@@ -346,8 +346,8 @@ struct de__run {
 		 * (README.md, "Layers"). */
 		void (*tick)(de_ctx *ctx);
 	} rep;
+	struct { const struct de_target *t; size_t n; } fill; /* de_opts' */
 };
-
 
 /*
  * Phase-2 admission (sched.c run_phase2): p2_active workers are

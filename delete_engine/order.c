@@ -358,34 +358,85 @@ int de_order_targets(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
 	return 0;
 }
 
-/* The inode-table blocks between the ones of prev and ino, if they are
- * up to DE__FILL_GAP apart, each with a file of f (nf of them, by inode)
- * it holds, touched by r->touch(). */
-static void fill_holes(de_ctx *ctx, const struct de__fill_runs *r,
-		       const struct de__ino_ent *f, size_t nf, uint64_t ino)
+/* The first of f's nf files (by inode) in inode-table block b, or NULL. */
+static const struct de__ino_ent *in_block(const struct de__ino_ent *f,
+					  size_t nf, uint64_t b)
 {
+	uint64_t lo = b * DE__ITABLE_INODES + 1;
+	size_t a = 0, z = nf;
+
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+
+		if (f[m].ino < lo)
+			a = m + 1;
+		else
+			z = m;
+	}
+	return a < nf && f[a].ino < lo + DE__ITABLE_INODES ? &f[a] : NULL;
+}
+
+/* Reverse t[0..n). */
+static void reverse(struct de_target *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n / 2; i++) {
+		struct de_target x = t[i];
+
+		t[i] = t[n - 1 - i];
+		t[n - 1 - i] = x;
+	}
+}
+
+/* See delete_engine.h.  de_order_targets() left the files first, in runs
+ * each ascending by inode, then the directories: the last DE__FILL_AHEAD
+ * runs are held back (as many as there are but the first), and the
+ * directories rotated in before them. */
+size_t de_order_cut(de_ctx *ctx, int dirfd, struct de_target *t, size_t n)
+{
+	struct stat st;
+	size_t w, k, cut, runs = 0;
+
+	if (!ctx || dirfd < 0 || !t || fstat(dirfd, &st) ||
+	    !de__would_fill(ctx, st.st_dev))
+		return n;
+	for (w = 0; w < n && t[w].type != DE_T_DIR; w++)
+		;
+	cut = w;
+	for (k = w; k-- > 1 && runs < DE__FILL_AHEAD;)
+		if (t[k].ino < t[k - 1].ino) {
+			cut = k;
+			runs++;
+		}
+	reverse(t + cut, w - cut);
+	reverse(t + w, n - w);
+	reverse(t + cut, n - cut);
+	return cut + (n - w);
+}
+
+/* The inode-table blocks between the ones of prev and ino, if they are
+ * up to DE__FILL_GAP apart, each with a file it holds of the runs ahead
+ * (r->f), or where those reach the end of the order, of r->after,
+ * touched by r->touch(). */
+static void fill_holes(de_ctx *ctx, const struct de__fill_runs *r,
+		       uint64_t ino)
+{
+	const struct de__ino_ent *f;
 	uint64_t b, pb, ib;
 
-	if (!r->prev || !ino || !nf)
+	if (!r->prev || !ino || (!r->nf && !r->nafter))
 		return;
 	pb = (r->prev - 1) / DE__ITABLE_INODES;
 	ib = (ino - 1) / DE__ITABLE_INODES;
 	if (ib <= pb + 1 || ib > pb + DE__FILL_GAP)
 		return;
 	for (b = pb + 1; b < ib && !de__cancelled(ctx); b++) {
-		uint64_t lo = b * DE__ITABLE_INODES + 1;
-		size_t a = 0, z = nf;
-
-		while (a < z) {
-			size_t m = a + (z - a) / 2;
-
-			if (f[m].ino < lo)
-				a = m + 1;
-			else
-				z = m;
-		}
-		if (a < nf && f[a].ino < lo + DE__ITABLE_INODES)
-			(void)r->touch(ctx, r->arg, &f[a]);
+		f = in_block(r->f, r->nf, b);
+		if (!f && r->upto == r->n)
+			f = in_block(r->after, r->nafter, b);
+		if (f)
+			(void)r->touch(ctx, r->arg, f);
 	}
 }
 
@@ -396,6 +447,33 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f)
 
 	return de__touch_at(ctx, fd, n->ls.arena + n->ls.ents[f->i].name,
 			    n->dev, f->ino);
+}
+
+/* See global.h. */
+struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root, size_t *nf)
+{
+	const struct de_target *t = ctx->run.fill.t;
+	struct de__ino_ent *f;
+	size_t i;
+
+	*nf = 0;
+	if (!ctx->run.fill.n || ctx->run.fill.n > UINT32_MAX ||
+	    !(f = malloc(ctx->run.fill.n * sizeof(*f))))
+		return NULL;
+	for (i = 0; i < ctx->run.fill.n; i++)
+		if (t[i].type == DE_T_FILE && t[i].ino)
+			f[(*nf)++] = (struct de__ino_ent){
+				.ino = t[i].ino, .n = root, .i = (uint32_t)i,
+				.k = DE__GIVEN };
+	de__sort_by_ino(f, *nf);
+	return f;
+}
+
+/* See global.h. */
+int de__touch_given(de_ctx *ctx, int fd, const struct de__ino_ent *f)
+{
+	return de__touch_at(ctx, fd, ctx->run.fill.t[f->i].name, f->n->dev,
+			    f->ino);
 }
 
 /* The end of r's run that starts at a: where the inodes go down. */
@@ -425,14 +503,18 @@ void de__fill_runs_at(de_ctx *ctx, struct de__fill_runs *r, size_t i)
 	uint64_t ino = r->ino(r->arg, i);
 
 	if (i == r->end) {
+		size_t k;
+
 		r->end = r->next > i ? r->next : run_end(r, i);
 		r->next = r->end < r->n ? run_end(r, r->end) : r->end;
-		run_fillers(r, r->end, r->next);
+		r->upto = r->next;
+		for (k = 1; k < DE__FILL_AHEAD && r->upto < r->n; k++)
+			r->upto = run_end(r, r->upto);
+		run_fillers(r, r->end, r->upto);
+		if (r->upto > r->next && r->f)
+			de__sort_by_ino(r->f, r->nf);
 	}
-	if (r->end < r->n)
-		fill_holes(ctx, r, r->f, r->nf, ino);
-	else
-		fill_holes(ctx, r, r->after, r->nafter, ino);
+	fill_holes(ctx, r, ino);
 	r->prev = ino;
 }
 

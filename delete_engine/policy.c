@@ -237,6 +237,18 @@ int de__want_fill(const de_ctx *ctx)
 	return ctx->jtx_blocks != 0 && de__dev_slow(ctx, ctx->jtx_dev) != 0;
 }
 
+/* See global.h. */
+int de__would_fill(de_ctx *ctx, dev_t dev)
+{
+	if (ctx->cfg.schedule == DE_SCHED_DIRS ||
+	    (ctx->cfg.flags & (DE_F_ORDERED | DE_F_DRY_RUN)))
+		return 0;
+	if (ctx->global_fill)
+		return ctx->global_fill > 0;
+	(void)de__chunk_blocks(ctx, dev);
+	return ctx->jtx_blocks != 0 && de__dev_slow(ctx, dev) != 0;
+}
+
 /*
  * Whether to split one huge directory's unlinks across workers.
  *

@@ -131,6 +131,8 @@ static void reset_run(de_ctx *ctx, const struct de_hooks *hooks,
 		if (opts->max_delete >= 0)
 			max_delete = opts->max_delete;
 	}
+	ctx->run.fill.t = opts ? opts->fill : NULL;
+	ctx->run.fill.n = ctx->run.fill.t ? opts->nfill : 0;
 	ctx->run.flags = flags;
 
 	memset(&ctx->run.nohooks, 0, sizeof(ctx->run.nohooks));
@@ -354,13 +356,15 @@ static int sets_in_turn(de_ctx *ctx, const struct de_set *sets, size_t n,
 			const struct de_hooks *hooks,
 			const struct de_opts *opts, struct de_summary *sum)
 {
-	struct de_opts o = { 0, -1 };
+	struct de_opts o = { 0, -1, NULL, 0 };
 	struct de_summary s, total;
 	int rc, worst = 0;
 	size_t k;
 
 	if (opts)
 		o = *opts;
+	if (n > 1)	/* the fill is one directory's (delete_engine.h) */
+		o.fill = NULL;
 	if (o.max_delete < 0)
 		o.max_delete = ctx->cfg.max_delete;
 	memset(&total, 0, sizeof(total));

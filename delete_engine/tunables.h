@@ -115,7 +115,8 @@
  * after the one that last logged it left alone: with half a
  * transaction's blocks a window left a few dozen of them in each, with a
  * quarter a few, and the windows ahead fill the holes of its sparser
- * order (2026-12-07/NOTES.md). */
+ * order (2026-12-07/NOTES.md).  A huge directory's runs fill from as
+ * many runs after them, and de_order_cut() holds as many back. */
 #define DE__FILL_AHEAD		4u
 
 /* peek.c: the fillers a window keeps of the directories it has not

@@ -308,7 +308,10 @@ static int list_filler(const void *arg, size_t i, struct de__ino_ent *f)
 static int list_touch(de_ctx *ctx, const void *arg,
 		      const struct de__ino_ent *f)
 {
-	return de__touch_listed(ctx, ((const struct list_order *)arg)->fd, f);
+	int fd = ((const struct list_order *)arg)->fd;
+
+	return f->k == DE__GIVEN ? de__touch_given(ctx, fd, f) :
+				   de__touch_listed(ctx, fd, f);
 }
 
 /*
@@ -316,10 +319,9 @@ static int list_touch(de_ctx *ctx, const void *arg,
  * was no memory for an order (de__inode_order()), so every non-directory
  * to delete, in listing order; an allocation failure is not the unlink's
  * error to report.  With fill, where a huge directory's order is cut
- * into runs, each run's holes are filled from the next run (global.c,
- * "Filling the holes", says why: rsync hands the engine a huge
- * directory's names, so the seeds' million-file directory comes here,
- * with no window after it to fill from).
+ * into runs, each run's holes are filled from the runs after it, and
+ * the root's last ones from the caller's next call (de_opts.fill):
+ * global.c, "Filling the holes", says why.
  */
 static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 			 const uint32_t *idx, size_t k, int fill)
@@ -329,9 +331,12 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 		.n = k, .ino = list_ino, .filler = list_filler,
 		.touch = list_touch, .arg = &o,
 	};
+	struct de__ino_ent *given = NULL;
 	int kept = 0;
 	size_t i, end = idx ? k : n->ls.nents;
 
+	if (fill && idx && n == ctx->run.root)
+		r.after = given = de__given(ctx, n, &r.nafter);
 	for (i = 0; i < end; i++) {
 		struct de__ent *e = &n->ls.ents[idx ? idx[i] : i];
 
@@ -349,6 +354,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 		kept |= de__unlink_ent(ctx, n, fd, e, 1);
 	}
 	de__fill_runs_end(&r);
+	free(given);
 	if (kept) {
 		de__lock(ctx);
 		n->cnt.kept = 1;

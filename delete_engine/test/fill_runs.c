@@ -15,7 +15,8 @@
  * (de_test_global_fill), no split between workers, under
  * DE_SCHED_GLOBAL and DE_SCHED_AUTO (whichever way its probe decides).
  * Read through the fault hook:
- *   - files are touched, each a regular file not unlinked yet, and
+ *   - files are touched, each a regular file not unlinked yet (one of
+ *     the DE__FILL_AHEAD runs after may be touched in each of them), and
  *     unlinked after its touch in a later run than the one being
  *     unlinked (the unlinks' inode order starts again between the touch
  *     and the file's unlink); no fifo is;
@@ -132,7 +133,7 @@ static int run(int dfd, int fill, unsigned schedule)
 			continue;
 		touches++;
 		for (j = 0; j < i; j++)
-			if (!strcmp(ev[j] + 2, ev[i] + 2))
+			if (ev[j][0] == 'u' && !strcmp(ev[j] + 2, ev[i] + 2))
 				break;
 		if (ev[i][2] != 'f' || j < i) {
 			fprintf(stderr, "touch %zu: %s, %s\n", i, ev[i] + 2,

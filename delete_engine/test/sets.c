@@ -177,7 +177,7 @@ static int one(int dfd, de_ctx *ctx, unsigned flags, long long maxdel)
 {
 	struct rec w[sizeof(reps) / sizeof(reps[0])];
 	struct de_set sets[NSETS];
-	struct de_opts o = { flags, maxdel };
+	struct de_opts o = { .flags = flags, .max_delete = maxdel };
 	struct de_summary sum;
 	int fds[NSETS], ret = 1, rc, s, f;
 	size_t n = want(w), i, nrm;
