@@ -14,19 +14,18 @@
  * then unlinks every non-directory of the window in one ascending inode
  * order, so each inode-table block is dirtied once per window; the
  * directories go bottom-up as their last entry goes (de__node_release).
- * A window closes when it holds DE__WIN_ENTS entries (the sort's
- * memory), fd_budget / 2 directories (their fds stay cached while they are
+ * A window closes when it holds DE__WIN_ENTS entries (the sort's memory),
+ * fd_budget / 2 directories (their fds stay cached while they are
  * unlinked from), or more directory blocks than half a journal
  * transaction: the directory blocks are what every unlink of the window
  * dirties again, and must stay in the journal for the window to pay.
- * On ext4 files of the windows ahead fill the holes of this one's order
- * ("Filling the holes" below).
+ * On ext4 the windows ahead fill its order's holes ("Filling the holes").
  *
  * DE_SCHED_AUTO starts the same way, timing the reads of the first
  * directories (up to DE__PROBE_DIRS whose listings are small enough that
- * the time is the disk's, not the CPU's).  When they came fast
- * (policy.c de__slow_reads), the window and the rest of the tree go to
- * the pool, directory by directory, as if the run had begun there.
+ * the time is the disk's, not the CPU's).  When they came fast (policy.c
+ * de__slow_reads), the window and the rest of the tree go to the pool,
+ * directory by directory, as if the run had begun there.
  *
  * Everything else is shared with the per-directory schedule: the same
  * nodes and fd cache (node.c), scan (scan.c: fd-relative, O_NOFOLLOW,
@@ -232,9 +231,10 @@ static struct de__ino_ent *window_files(struct de__global *g, size_t k0,
  * run_bytes (a huge one: the window closes only after it), the order is
  * cut into runs of the window's listings, of run_bytes of the files'
  * entries each, each sorted by inode, as de__inode_order() cuts one
- * directory (policy.c journal_blocks).  A window of small directories
- * closes before its files fill the bound (read_window counts each
- * directory's blocks rounded up), so it stays one order.
+ * directory (policy.c journal_blocks); a window of one listing the
+ * caller gave (rsync's read of a huge one) that fills, in half that.
+ * A window of small directories closes before its files fill the bound
+ * (read_window counts each directory's blocks rounded up): one order.
  */
 static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 					size_t k1, size_t run_bytes, size_t *nv)
@@ -242,7 +242,9 @@ static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
 	struct de__ino_ent *v = window_files(g, k0, k1, 0, nv);
 
 	if (v)
-		de__sort_ino_runs(v, *nv, run_bytes);
+		de__sort_ino_runs(v, *nv, g->fill && k1 - k0 == 1 &&
+				  de__given_listing(g->win[k0]) ?
+				  run_bytes / 2 : run_bytes);
 	return v;
 }
 
@@ -693,8 +695,6 @@ int de__global_read(de_ctx *ctx, struct de__global *g)
 		return -1;
 	}
 	/* The walk takes what was read; the next window starts empty. */
-	g->nwin = 0;
-	g->ents = 0;
-	g->blocks = 0;
+	g->nwin = g->ents = g->blocks = 0;
 	return 0;
 }

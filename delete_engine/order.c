@@ -198,7 +198,8 @@ static size_t idx_bytes(const void *el, void *arg)
  * Index array of n's non-directory entries to delete, in the order to
  * unlink them: inode order where wanted.  A listing of more than the
  * plan's chunk_blocks directory blocks (policy.c journal_blocks says
- * why) is taken in the directory's order, in runs of that many blocks'
+ * why; half that for a listing the caller gave, where holes are filled)
+ * is taken in the directory's order, in runs of that many blocks'
  * entries, each run in inode order.  fd: n's, for directory_order().
  * Returns NULL on ENOMEM (the caller then walks the listing directly);
  * *count set.
@@ -207,7 +208,8 @@ uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
 {
 	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
 	size_t i, k = 0, bytes = 0;
-	size_t run = n->ctx->run.plan.chunk_blocks * 4096;
+	size_t run = n->ctx->run.plan.chunk_blocks * 4096 /
+		     (de__want_fill(n->ctx) && de__given_listing(n) ? 2 : 1);
 
 	*count = 0;
 	if (!idx)
@@ -310,7 +312,8 @@ static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 	struct de_target *was = NULL;
 
 	if (fstat(dirfd, &st) == 0)
-		run = de__chunk_blocks(ctx, st.st_dev) * 4096;
+		run = de__chunk_blocks(ctx, st.st_dev) * 4096 /
+		      (de__would_fill(ctx, st.st_dev) ? 2 : 1);
 	for (i = 0; run && i < w; i++)
 		bytes += de__name_bytes(strlen(t[i].name));
 	if (bytes > run) {

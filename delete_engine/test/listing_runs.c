@@ -16,7 +16,8 @@
  *   - DE_SCHED_AUTO, whose probe hands the fast tree to the pool;
  *   - the files given as targets in name order, as rsync gives them:
  *     the engine reads the directory's order again and cuts that, and
- *     de_order_targets() puts them in that order;
+ *     de_order_targets() puts them in that order, in runs of half the
+ *     bound where the run would fill its holes;
  *   - with no bound and no known journal: one ascending order;
  *   - de_explain() names the bound;
  *   - everything is removed, the hard link's inode by both names.
@@ -233,8 +234,9 @@ static int remove_given(int dfd, size_t blocks)
 }
 
 /* de_order_targets() on big's files in name order, with a bound of
- * blocks: into seen[], as if unlinked in that order. */
-static int order_given(int dfd, size_t blocks)
+ * blocks, filling as fill says: into seen[], as if unlinked in that
+ * order. */
+static int order_given(int dfd, size_t blocks, int fill)
 {
 	struct de_config cfg = { .flags = DE_F_INODE_SORT };
 	size_t n;
@@ -247,6 +249,7 @@ static int order_given(int dfd, size_t blocks)
 	rc = de_ctx_new(&ctx, &cfg);
 	if (rc == 0) {
 		de_test_global_window(ctx, 0, blocks);
+		de_test_global_fill(ctx, fill);
 		rc = de_order_targets(ctx, bfd, t, n);
 		de_ctx_free(ctx);
 	}
@@ -289,9 +292,12 @@ int test(int dfd)
 	/* Given in name order, the files still go in the directory's, and
 	 * de_order_targets() puts them in the order the engine takes. */
 	CHECK(make_big(dfd) == 0);
-	CHECK(order_given(dfd, 2) == 0);
+	CHECK(order_given(dfd, 2, -1) == 0);
 	CHECK(in_runs(2, 0, &nruns));
 	CHECK(nruns == 11);
+	/* Where the run would fill, in runs of half the bound. */
+	CHECK(order_given(dfd, 2, 1) == 0);
+	CHECK(in_runs(1, 0, &nruns));
 	CHECK(remove_given(dfd, 2) == 0);
 	CHECK(in_runs(2, 0, &nruns));
 	CHECK(nruns == 11);
