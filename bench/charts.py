@@ -40,10 +40,11 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells.jso
                                   'bench/results/2026-12-03/slowdisk.jsonl']),
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
                                    'bench/results/2026-12-06/slowdisk-250k-dir-stock.jsonl']),
-                # The million: rsync-de 6a72117 (the directory's blocks
-                # read ahead) beside rm -rf (2026-12-07 batch BC); stock
-                # and find -delete from the batch of 2026-12-06.
-                (1000000, '16 MiB', ['bench/results/2026-12-07/slowdisk-million-dir-ahead.jsonl',
+                # The million: rsync-de edb84f2 (reads that fill across)
+                # beside rm -rf (2026-12-07 batch BM; rm -rf also from
+                # batches BA-BD); stock and find -delete from 2026-12-06.
+                (1000000, '16 MiB', ['bench/results/2026-12-07/slowdisk-million-dir-slide.jsonl',
+                                     'bench/results/2026-12-07/slowdisk-million-dir-ahead.jsonl',
                                      'bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
 # Trees of 1,000 files a directory, shuffled, at about 62,000 files per
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
@@ -70,9 +71,10 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # keep the earlier builds' runs.  The first with runs at a size stands
 # for it, as in docs/BENCHMARKS.md's table (the million's records name
 # the build before this one's "rsync-de-before").  The one directory of
-# a million and of 40,000 (SCALE_POINTS): 6a72117, which reads it ahead.
-RSYNC_DE_BUILDS = ('rsync-de@6a72117', 'rsync-de@b170855', 'rsync-de@89d71ab',
-                   'rsync-de@ef4304d')
+# a million (SCALE_POINTS): edb84f2, whose reads of it fill across; of
+# 40,000: 6a72117, which reads it ahead.
+RSYNC_DE_BUILDS = ('rsync-de@edb84f2', 'rsync-de@6a72117', 'rsync-de@b170855',
+                   'rsync-de@89d71ab', 'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
               ('stock', 'rsync 3.5.1 --delete', '#aaaaaa')]
