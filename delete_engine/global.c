@@ -297,7 +297,7 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest is then
  * read on, and its first part is the next window.  A huge directory's
  * runs fill from the DE__FILL_AHEAD after them, and the call's last from
- * its de_opts.fill (peek.c de__given).  Only where the plan found a jbd2
+ * its de_opts.fill (order.c de__given).  Only where the plan found a jbd2
  * journal (ext4) on a device not known to read fast, not in ordered
  * runs, whose batches follow the walk (de__global_read), and never under
  * DE_SCHED_DIRS (policy.c de__want_fill).
