@@ -296,8 +296,8 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * log, and a window of fewer blocks gives each of them more of every
  * transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest is then
  * read on, and its first part is the next window.  A huge directory's
- * runs fill from the DE__FILL_AHEAD after them, and the call's last from
- * its de_opts.fill (order.c de__given).  Only where the plan found a jbd2
+ * runs fill from the DE__FILL_AHEAD after them, and a window's with the
+ * root from the call's de_opts.fill too (order.c de__given).  Only where the plan found a jbd2
  * journal (ext4) on a device not known to read fast, not in ordered
  * runs, whose batches follow the walk (de__global_read), and never under
  * DE_SCHED_DIRS (policy.c de__want_fill).
@@ -340,10 +340,11 @@ static size_t first_part(const struct de__global *g)
 	return !g->nstack && rest < blocks ? g->nwin : k;
 }
 
-/* The files the window's directories from k0 hold that may fill holes
- * (see above), by inode; *nf of them, or NULL.  Their directories are
- * checked in place first (unlink.c de__check_place): one that left the
- * tree fills nothing, and has its entries decided. */
+/* What may fill the holes (see above) of the window's first k0
+ * directories' order, by inode, *nf of them, or NULL: the rest's files,
+ * and the call's de_opts.fill where the root is among the k0.  The rest
+ * is checked in place first (unlink.c de__check_place): a directory
+ * that left the tree fills nothing, and has its entries decided. */
 static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 				   size_t k0, size_t *nf)
 {
@@ -354,9 +355,9 @@ static struct de__ino_ent *fillers(de_ctx *ctx, struct de__global *g,
 		if (g->wpin[k].n)
 			(void)de__check_place(ctx, g->win[k]);
 	f = window_files(g, k0, g->nwin, 1, nf);
-	if (f)
-		de__sort_by_ino(f, *nf);
-	return f;
+	for (k = 0; k < k0 && g->win[k] != ctx->run.root; k++)
+		;
+	return de__given(ctx, k < k0 ? ctx->run.root : NULL, f, nf);
 }
 
 /* The window's order v, as de__fill_runs (order.c) reads it. */
@@ -434,8 +435,7 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
 	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
 	if (g->fill)
-		f = nk < g->nwin ? fillers(ctx, g, nk, &nf) :
-		    !g->nstack ? de__given(ctx, ctx->run.root, &nf) : NULL;
+		f = fillers(ctx, g, nk, &nf);
 	/* Where the read stopped short of the windows ahead, the stack's
 	 * next directories are listed for as many entries as it lacks. */
 	if (g->fill && g->nstack && g->blocks && g->blocks < read_blocks(g)) {

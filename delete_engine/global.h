@@ -150,11 +150,14 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f);
  * de__peek_end() frees what p holds.
  */
 #define DE__PEEKED	UINT32_MAX
-/* de__given(): the call's de_opts.fill, its files by inode, each a filler
- * with k DE__GIVEN (n the root, i its index there) for the order's last
- * runs, or NULL; de__touch_given() touches one through fd, the root's. */
+/* de__given(): the fillers f (*nf of them) and, where root is not NULL,
+ * the call's de_opts.fill's files, each with k DE__GIVEN (n the root, i
+ * its index there), all by inode, for the order's last runs: f grown,
+ * or f as it was (sorted) without memory; de__touch_given() touches one
+ * through fd, the root's. */
 #define DE__GIVEN	(UINT32_MAX - 1)
-struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root, size_t *nf);
+struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root,
+			      struct de__ino_ent *f, size_t *nf);
 int de__touch_given(de_ctx *ctx, int fd, const struct de__ino_ent *f);
 struct de__peek {
 	size_t want, max;

@@ -453,22 +453,23 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f)
 }
 
 /* See global.h. */
-struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root, size_t *nf)
+struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root,
+			      struct de__ino_ent *f, size_t *nf)
 {
 	const struct de_target *t = ctx->run.fill.t;
-	struct de__ino_ent *f;
-	size_t i;
+	size_t i, n = root ? ctx->run.fill.n : 0;
+	struct de__ino_ent *m;
 
-	*nf = 0;
-	if (!ctx->run.fill.n || ctx->run.fill.n > UINT32_MAX ||
-	    !(f = malloc(ctx->run.fill.n * sizeof(*f))))
-		return NULL;
-	for (i = 0; i < ctx->run.fill.n; i++)
+	m = n && n <= UINT32_MAX ? realloc(f, (*nf + n) * sizeof(*f)) : NULL;
+	for (i = 0; m && i < n; i++)
 		if (t[i].type == DE_T_FILE && t[i].ino)
-			f[(*nf)++] = (struct de__ino_ent){
+			m[(*nf)++] = (struct de__ino_ent){
 				.ino = t[i].ino, .n = root, .i = (uint32_t)i,
 				.k = DE__GIVEN };
-	de__sort_by_ino(f, *nf);
+	if (m)
+		f = m;
+	if (f)
+		de__sort_by_ino(f, *nf);
 	return f;
 }
 

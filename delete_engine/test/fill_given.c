@@ -18,7 +18,9 @@
  *   - no held target is removed by the call it fills, each still the
  *     file it was, and one is touched (DE_OP_TOUCH) only if it is a
  *     regular file held for the call then running;
- *   - held files are touched at all, and everything is removed in the end;
+ *   - held files are touched by every call that has them, the calls
+ *     whose directories' window holds subdirectories of it too (their
+ *     files fill first), and everything is removed in the end;
  *   - with filling off, or under DE_SCHED_DIRS, nothing is held or
  *     touched, and everything is removed.
  */
@@ -36,6 +38,7 @@ static char names[NE][32];
 static struct de_target held[PIECE];	/* the running call's fill */
 static size_t nheld;
 static int bad, touched_held;
+static int calls_held, calls_touched;	/* calls with a fill; that touched */
 
 /* 1: name is a regular file held for the running call, 0: another held
  * target, -1: not held. */
@@ -126,7 +129,7 @@ static long run(int dfd, const char *name, unsigned schedule, int fill)
 	DIR *dir = NULL;
 	size_t n = 0, now, i, k = 0;
 	long held_all = 0;
-	int fd = -1, done = 0;
+	int fd = -1, done = 0, was;
 	char path[64];
 
 	snprintf(path, sizeof(path), "tree/%s", name);
@@ -158,6 +161,7 @@ static long run(int dfd, const char *name, unsigned schedule, int fill)
 		held_all += (long)nheld;
 		o.fill = nheld ? held : NULL;
 		o.nfill = nheld;
+		was = touched_held;
 		if (de_remove(ctx, fd, t, now, NULL, &o, &sum) || sum.failed) {
 			fprintf(stderr, "de_remove: %lu failed\n",
 				(unsigned long)sum.failed);
@@ -166,6 +170,8 @@ static long run(int dfd, const char *name, unsigned schedule, int fill)
 		for (i = 0; i < nheld; i++)
 			if (!t_exists(fd, held[i].name))
 				bad |= 4;
+		calls_held += nheld > 0;
+		calls_touched += nheld > 0 && touched_held > was;
 		memmove(t, t + now, (n - now) * sizeof(*t));
 		n -= now;
 	}
@@ -193,9 +199,11 @@ int test(int dfd)
 
 	CHECK(make_dir(dfd, "g") == 0);
 	held_all = run(dfd, "g", DE_SCHED_GLOBAL, 1);
-	fprintf(stderr, "global: %ld held, %d touched, bad %d\n", held_all,
-		touched_held, bad);
+	fprintf(stderr, "global: %ld held, %d touched, by %d of %d calls, "
+		"bad %d\n", held_all, touched_held, calls_touched, calls_held,
+		bad);
 	CHECK(held_all > 0 && touched_held > 0 && bad == 0);
+	CHECK(calls_touched == calls_held);
 
 	CHECK(make_dir(dfd, "a") == 0);
 	touched_held = 0;
