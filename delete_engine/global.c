@@ -227,24 +227,23 @@ static struct de__ino_ent *window_files(struct de__global *g, size_t k0,
 /*
  * The files of the window's directories k0 to k1 to unlink, sorted by
  * inode; *nv of them, or NULL without memory for them.  Where a
- * directory read last makes the window's files' entries more than
- * run_bytes (a huge one: the window closes only after it), the order is
- * cut into runs of the window's listings, of run_bytes of the files'
- * entries each, each sorted by inode, as de__inode_order() cuts one
- * directory (policy.c journal_blocks); a window of one listing the
- * caller gave (rsync's read of a huge one) that fills, in half that.
- * A window of small directories closes before its files fill the bound
- * (read_window counts each directory's blocks rounded up): one order.
+ * directory read last makes the window's files' entries more than a
+ * run's bytes (a huge one: the window closes only after it), the order
+ * is cut into runs of the window's listings, each sorted by inode, as
+ * de__inode_order() cuts one directory; a window of one listing takes
+ * that listing's runs (order.c de__run_bytes).  A window of small
+ * directories closes before its files fill the bound (read_window
+ * counts each directory's blocks rounded up): one order.
  */
-static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
-					size_t k1, size_t run_bytes, size_t *nv)
+static struct de__ino_ent *window_order(de_ctx *ctx, struct de__global *g,
+					size_t k0, size_t k1, size_t *nv)
 {
 	struct de__ino_ent *v = window_files(g, k0, k1, 0, nv);
 
 	if (v)
-		de__sort_ino_runs(v, *nv, g->fill && k1 - k0 == 1 &&
-				  de__given_listing(g->win[k0]) ?
-				  run_bytes / 2 : run_bytes);
+		de__sort_ino_runs(v, *nv, k1 - k0 == 1 ?
+				  de__run_bytes(g->win[k0]) :
+				  ctx->run.plan.chunk_blocks * 4096);
 	return v;
 }
 
@@ -433,7 +432,7 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 		(void)de__check_place(ctx, g->win[k]);
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
-	v = window_order(g, 0, nk, ctx->run.plan.chunk_blocks * 4096, &nv);
+	v = window_order(ctx, g, 0, nk, &nv);
 	if (g->fill)
 		f = fillers(ctx, g, nk, &nf);
 	/* Where the read stopped short of the windows ahead, the stack's

@@ -50,12 +50,18 @@ void de__ahead_end(struct de__global *g);
 /* policy.c: whether de_dir_ahead() asks for a directory on fstype, dev. */
 int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev);
 /* Whether n's listing is the caller's (the root's targets, a set's), not
- * read by the engine: where it fills, such a huge listing goes in runs of
- * half a chunk (policy.c de__chunk_blocks), as rsync hands one over. */
+ * read by the engine. */
 static inline int de__given_listing(const struct de__node *n)
 {
 	return !n->parent || n->fl.base;
 }
+/* order.c: the bytes of entries a run of n's inode order takes where its
+ * listing is huge: the plan's chunk (policy.c de__chunk_blocks), half of
+ * it for a listing the caller gave where holes are filled, as rsync
+ * hands one over (2026-12-07/NOTES.md, "The seeds' directory in
+ * pieces").  The one rule for de__inode_order(), the global window's
+ * order and, before the run, de_order_targets(). */
+size_t de__run_bytes(const struct de__node *n);
 /* policy.c: whether a run on dev would fill (de__want_fill), as far as
  * dev and the context tell before it is planned: de_order_cut(). */
 int de__would_fill(de_ctx *ctx, dev_t dev);

@@ -194,22 +194,25 @@ static size_t idx_bytes(const void *el, void *arg)
 	return de__dirent_bytes(&n->ls.ents[*(const uint32_t *)el]);
 }
 
+/* See global.h. */
+size_t de__run_bytes(const struct de__node *n)
+{
+	return n->ctx->run.plan.chunk_blocks * 4096 /
+	       (de__want_fill(n->ctx) && de__given_listing(n) ? 2 : 1);
+}
+
 /*
  * Index array of n's non-directory entries to delete, in the order to
- * unlink them: inode order where wanted.  A listing of more than the
- * plan's chunk_blocks directory blocks (policy.c journal_blocks says
- * why; half that for a listing the caller gave, where holes are filled)
- * is taken in the directory's order, in runs of that many blocks'
- * entries, each run in inode order.  fd: n's, for directory_order().
- * Returns NULL on ENOMEM (the caller then walks the listing directly);
- * *count set.
+ * unlink them: inode order where wanted.  A listing of more than a
+ * run's entries (de__run_bytes) is taken in the directory's order, in
+ * runs of that many bytes of entries, each run in inode order.  fd:
+ * n's, for directory_order().  Returns NULL on ENOMEM (the caller then
+ * walks the listing directly); *count set.
  */
 uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
 {
 	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
-	size_t i, k = 0, bytes = 0;
-	size_t run = n->ctx->run.plan.chunk_blocks * 4096 /
-		     (de__want_fill(n->ctx) && de__given_listing(n) ? 2 : 1);
+	size_t i, k = 0, bytes = 0, run = de__run_bytes(n);
 
 	*count = 0;
 	if (!idx)
@@ -297,11 +300,12 @@ static const char *target_name(const void *arg, size_t j, size_t *len)
 
 /*
  * Files t[0..w) of dirfd into inode order, or where their entries are
- * more than a run's bytes (policy.c journal_blocks), into the directory's
- * order, in runs of that many bytes each in inode order, as
- * de__inode_order() takes a listing: a caller that gives the engine a
- * huge directory's files in pieces (rsync: what it read, DEL_READ_MAX at
- * a time) gives each piece a few runs' directory blocks, not all of them.
+ * more than a run's bytes, into the directory's order, in runs of that
+ * many bytes each in inode order, as de__inode_order() will take them as
+ * the run's listing (de__run_bytes, known here before the run is
+ * planned): a caller that gives the engine a huge directory's files in
+ * pieces (rsync: what it read, DEL_READ_MAX at a time) gives each piece
+ * a few runs' directory blocks, not all of them.
  */
 static void order_files(de_ctx *ctx, int dirfd, struct de_target *t,
 			size_t w)

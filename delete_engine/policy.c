@@ -448,9 +448,8 @@ static enum de__mode choose(de_ctx *ctx, long fstype, int sets,
  * The window (global.c) takes the same bound; without a known journal
  * (not ext4), DE__WIN_BLOCKS, and a directory's listing stays whole.
  * Where the holes are filled (de__want_fill), a huge listing the caller
- * gave goes in runs of half of it, as a filled window does (global.c,
- * "Filling the holes"; 2026-12-07/NOTES.md, "The seeds' directory in
- * pieces").
+ * gave goes in runs of half of it, as a filled window does (order.c
+ * de__run_bytes; global.c, "Filling the holes").
  */
 size_t de__chunk_blocks(de_ctx *ctx, dev_t dev)
 {
