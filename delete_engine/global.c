@@ -388,9 +388,10 @@ static int win_touch(de_ctx *ctx, const void *arg,
 {
 	const struct win_order *o = arg;
 
-	if (f->k >= DE__GIVEN)
-		return de__peek_touch(ctx, o->peek, f);
-	return de__touch_listed(ctx, o->g->wpin[f->k].fd, f);
+	if (f->k == DE__GIVEN)
+		return de__touch_given(ctx, -1, f);
+	return f->k == DE__PEEKED ? de__peek_touch(ctx, o->peek, f) :
+	       de__touch_listed(ctx, o->g->wpin[f->k].fd, f);
 }
 
 /* Unlink v, the window's order.  Filling, each run (a huge directory's:

@@ -160,7 +160,7 @@ int de__touch_listed(de_ctx *ctx, int fd, const struct de__ino_ent *f);
  * the call's de_opts.fill's files, each with k DE__GIVEN (n the root, i
  * its index there), all by inode, for the order's last runs: f grown,
  * or f as it was (sorted) without memory; de__touch_given() touches one
- * through fd, the root's. */
+ * through fd, the root's (-1: the root pinned for it). */
 #define DE__GIVEN	(UINT32_MAX - 1)
 struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root,
 			      struct de__ino_ent *f, size_t *nf);

@@ -480,8 +480,13 @@ struct de__ino_ent *de__given(de_ctx *ctx, struct de__node *root,
 /* See global.h. */
 int de__touch_given(de_ctx *ctx, int fd, const struct de__ino_ent *f)
 {
-	return de__touch_at(ctx, fd, ctx->run.fill.t[f->i].name, f->n->dev,
-			    f->ino);
+	int pfd = fd >= 0 ? fd : de__node_pin(ctx, f->n, -1), rc;
+
+	rc = pfd < 0 ? pfd : de__touch_at(ctx, pfd, ctx->run.fill.t[f->i].name,
+					  f->n->dev, f->ino);
+	if (fd < 0 && pfd >= 0)
+		de__node_unpin(ctx, f->n);
+	return rc;
 }
 
 /* The end of r's run that starts at a: where the inodes go down. */

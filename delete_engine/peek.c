@@ -197,13 +197,6 @@ int de__peek_touch(de_ctx *ctx, const struct de__peek *p,
 	char path[2 * 256 + 2];
 	int pfd, rc;
 
-	if (f->k == DE__GIVEN) {
-		pfd = de__node_pin(ctx, s, -1);
-		rc = pfd < 0 ? pfd : de__touch_given(ctx, pfd, f);
-		if (pfd >= 0)
-			de__node_unpin(ctx, s);
-		return rc;
-	}
 	if (snprintf(path, sizeof(path), "%s/%s", s->name,
 		     p->names + f->i) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
