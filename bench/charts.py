@@ -48,8 +48,11 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells.jso
                                      'bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
 # Trees of 1,000 files a directory, shuffled, at about 62,000 files per
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
-TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-06/scale-40k.jsonl']),
-               (250000, '4 MiB', ['bench/results/2026-12-06/scale-250k.jsonl']),
+# 40,000 and 250,000: ded70d6 beside rm -rf (and stock at 250,000),
+# 2026-12-07 batches CA and CB (2026-12-06/scale-{40k,250k}.jsonl have
+# b9d0de6's, and stock's 40,000).
+TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl']),
+               (250000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl']),
                # The million: rsync-de (7fc5357, its directories read
                # ahead), rm -rf and stock side by side, 2026-12-07 batch
                # AK (scale-1m-quarter.jsonl has 1fbeedc's successor's,
