@@ -35,7 +35,8 @@ SLOW_CELLS = [('hdd, shuffled', 'hdd', 'ext4-j4', 'shuffled'),
               ('hdd, one dir of 40,000', 'hdd', 'ext4-j4', 'flat')]
 # One directory, by its size: (files, the journal, records, cell) for the
 # cost-per-file chart; stock's runs stopped early count at their rate.
-SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/list-ahead-cells.jsonl',
+SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl',
+                                  'bench/results/2026-12-07/list-ahead-cells.jsonl',
                                   'bench/results/2026-12-05/slowdisk-flat.jsonl',
                                   'bench/results/2026-12-03/slowdisk.jsonl']),
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
@@ -75,8 +76,8 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # for it, as in docs/BENCHMARKS.md's table (the million's records name
 # the build before this one's "rsync-de-before").  The one directory of
 # a million (SCALE_POINTS): edb84f2, whose reads of it fill across; of
-# 40,000: 6a72117, which reads it ahead.
-RSYNC_DE_BUILDS = ('rsync-de@edb84f2', 'rsync-de@6a72117', 'rsync-de@b170855',
+# 40,000: ded70d6 (2026-12-07 batch CC; 6a72117 read it ahead first).
+RSYNC_DE_BUILDS = ('rsync-de@ded70d6', 'rsync-de@edb84f2', 'rsync-de@6a72117', 'rsync-de@b170855',
                    'rsync-de@89d71ab', 'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
