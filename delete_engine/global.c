@@ -295,11 +295,11 @@ static void window_unlink(de_ctx *ctx, struct de__node *n, size_t i,
  * log, and a window of fewer blocks gives each of them more of every
  * transaction's unlinks (tunables.h DE__FILL_AHEAD).  The rest is then
  * read on, and its first part is the next window.  A huge directory's
- * runs fill from the DE__FILL_AHEAD after them, and a window's with the
- * root from the call's de_opts.fill too (order.c de__given).  Only where the plan found a jbd2
- * journal (ext4) on a device not known to read fast, not in ordered
- * runs, whose batches follow the walk (de__global_read), and never under
- * DE_SCHED_DIRS (policy.c de__want_fill).
+ * runs fill from the DE__FILL_AHEAD after them; where the window holds
+ * the root, from the call's de_opts.fill too (order.c de__given).  Only
+ * where the plan found a jbd2 journal (ext4) on a device not known to
+ * read fast, not in ordered runs, whose batches follow the walk
+ * (de__global_read), and never under DE_SCHED_DIRS (de__want_fill).
  */
 
 /* A filled window's directory blocks: half an unfilled one's (above). */
