@@ -55,11 +55,7 @@
  * one): an estimate of what each of its unlinks dirties. */
 static size_t dir_blocks(const struct de__node *n)
 {
-	size_t i, bytes = 0;
-
-	for (i = 0; i < n->ls.nents; i++)
-		bytes += de__dirent_bytes(&n->ls.ents[i]);
-	return bytes / 4096 + 1;
+	return de__listing_bytes(n) / 4096 + 1;
 }
 
 /* Room for k more nodes on the stack. */
@@ -230,20 +226,17 @@ static struct de__ino_ent *window_files(struct de__global *g, size_t k0,
  * directory read last makes the window's files' entries more than a
  * run's bytes (a huge one: the window closes only after it), the order
  * is cut into runs of the window's listings, each sorted by inode, as
- * de__inode_order() cuts one directory; a window of one listing takes
- * that listing's runs (order.c de__run_bytes).  A window of small
- * directories closes before its files fill the bound (read_window
- * counts each directory's blocks rounded up): one order.
+ * de__inode_order() cuts one directory (order.c de__run_bytes).  A
+ * window of small directories closes before its files fill the bound
+ * (read_window counts each directory's blocks rounded up): one order.
  */
-static struct de__ino_ent *window_order(de_ctx *ctx, struct de__global *g,
-					size_t k0, size_t k1, size_t *nv)
+static struct de__ino_ent *window_order(struct de__global *g, size_t k0,
+					size_t k1, size_t *nv)
 {
 	struct de__ino_ent *v = window_files(g, k0, k1, 0, nv);
 
 	if (v)
-		de__sort_ino_runs(v, *nv, k1 - k0 == 1 ?
-				  de__run_bytes(g->win[k0]) :
-				  ctx->run.plan.chunk_blocks * 4096);
+		de__sort_ino_runs(v, *nv, de__run_bytes(g->win + k0, k1 - k0));
 	return v;
 }
 
@@ -433,7 +426,7 @@ static void flush(de_ctx *ctx, struct de__global *g, size_t nk)
 		(void)de__check_place(ctx, g->win[k]);
 	/* Without memory for the order, the unlink phase below
 	 * (DE__P2_LEFT) unlinks each directory's files as listed. */
-	v = window_order(ctx, g, 0, nk, &nv);
+	v = window_order(g, 0, nk, &nv);
 	if (g->fill)
 		f = fillers(ctx, g, nk, &nf);
 	/* Where the read stopped short of the windows ahead, the stack's

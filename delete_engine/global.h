@@ -55,13 +55,17 @@ static inline int de__given_listing(const struct de__node *n)
 {
 	return !n->parent || n->fl.base;
 }
-/* order.c: the bytes of entries a run of n's inode order takes where its
- * listing is huge: the plan's chunk (policy.c de__chunk_blocks), half of
- * it for a listing the caller gave where holes are filled, as rsync
+/* order.c: the bytes of n's entries, the names' room in its blocks. */
+size_t de__listing_bytes(const struct de__node *n);
+/* order.c: the bytes of entries a run of the inode order of the
+ * listings n[0..k) takes where they are huge: the plan's chunk (policy.c
+ * de__chunk_blocks), half of it where holes are filled and a listing the
+ * caller gave is among them, alone or over half a chunk itself (rsync's
+ * read of a huge directory, its subdirectories read with it), as rsync
  * hands one over (2026-12-07/NOTES.md, "The seeds' directory in
  * pieces").  The one rule for de__inode_order(), the global window's
  * order and, before the run, de_order_targets(). */
-size_t de__run_bytes(const struct de__node *n);
+size_t de__run_bytes(struct de__node *const *n, size_t k);
 /* policy.c: whether a run on dev would fill (de__want_fill), as far as
  * dev and the context tell before it is planned: de_order_cut(). */
 int de__would_fill(de_ctx *ctx, dev_t dev);

@@ -195,10 +195,26 @@ static size_t idx_bytes(const void *el, void *arg)
 }
 
 /* See global.h. */
-size_t de__run_bytes(const struct de__node *n)
+size_t de__listing_bytes(const struct de__node *n)
 {
-	return n->ctx->run.plan.chunk_blocks * 4096 /
-	       (de__want_fill(n->ctx) && de__given_listing(n) ? 2 : 1);
+	size_t i, bytes = 0;
+
+	for (i = 0; i < n->ls.nents; i++)
+		bytes += de__dirent_bytes(&n->ls.ents[i]);
+	return bytes;
+}
+
+/* See global.h. */
+size_t de__run_bytes(struct de__node *const *n, size_t k)
+{
+	const de_ctx *ctx = n[0]->ctx;
+	size_t i, run = ctx->run.plan.chunk_blocks * 4096;
+
+	for (i = 0; i < k && de__want_fill(ctx); i++)
+		if (de__given_listing(n[i]) &&
+		    (k == 1 || de__listing_bytes(n[i]) > run / 2))
+			return run / 2;
+	return run;
 }
 
 /*
@@ -212,7 +228,7 @@ size_t de__run_bytes(const struct de__node *n)
 uint32_t *de__inode_order(struct de__node *n, int fd, size_t *count)
 {
 	uint32_t *idx = malloc((n->ls.nents ? n->ls.nents : 1) * sizeof(*idx));
-	size_t i, k = 0, bytes = 0, run = de__run_bytes(n);
+	size_t i, k = 0, bytes = 0, run = de__run_bytes(&n, 1);
 
 	*count = 0;
 	if (!idx)

@@ -17,7 +17,9 @@
  *   - the files given as targets in name order, as rsync gives them:
  *     the engine reads the directory's order again and cuts that, and
  *     de_order_targets() puts them in that order, in runs of half the
- *     bound where the run would fill its holes;
+ *     bound where the run would fill its holes; so does the global
+ *     schedule filling, the subdirectory given beside them or not (its
+ *     window then holds both);
  *   - with no bound and no known journal: one ascending order;
  *   - de_explain() names the bound;
  *   - everything is removed, the hard link's inode by both names.
@@ -204,13 +206,17 @@ static struct de_target *given_targets(size_t *n)
 
 /*
  * The files of big given as targets, in name order (as rsync gives
- * them), with a bound of blocks: the engine reads big's order again and
- * cuts that.  0 when they went, and sub stayed.
+ * them), with a bound of blocks, under sched, filling as fill says: the
+ * engine reads big's order again and cuts that (the global schedule
+ * takes them as de_order_targets() puts them, as rsync does).  With
+ * sub, big/sub is given too, and the window reads it.  0 when they
+ * went, and sub stayed unless given.
  */
-static int remove_given(int dfd, size_t blocks)
+static int remove_given(int dfd, size_t blocks, unsigned sched, int fill,
+			int sub)
 {
 	struct de_config cfg = { .threads = 1, .max_delete = -1,
-				 .schedule = DE_SCHED_DIRS,
+				 .schedule = sched,
 				 .flags = DE_F_INODE_SORT | DE_F_NO_SPLIT };
 	struct de_summary sum;
 	size_t n;
@@ -220,15 +226,24 @@ static int remove_given(int dfd, size_t blocks)
 
 	if (bfd < 0)
 		return -errno;
+	if (sub)
+		t[n++] = (struct de_target){ .name = "sub", .type = DE_T_DIR };
 	nseen = 0;
 	rc = de_test_ctx_new(&ctx, &cfg, record, NULL);
 	if (rc == 0) {
 		de_test_global_window(ctx, 0, blocks);
-		rc = de_remove(ctx, bfd, t, n, NULL, NULL, &sum);
+		de_test_global_fill(ctx, fill);
+		/* The global schedule takes a listing in the order given:
+		 * rsync's, de_order_targets()'. */
+		if (sched == DE_SCHED_GLOBAL)
+			rc = de_order_targets(ctx, bfd, t, n);
+		if (rc == 0)
+			rc = de_remove(ctx, bfd, t, n, NULL, NULL, &sum);
 		de_ctx_free(ctx);
 	}
 	close(bfd);
-	if (rc == 0 && (sum.removed_total != n || !t_exists(dfd, "big/sub")))
+	if (rc == 0 && (sum.removed_total != n || sum.failed ||
+			t_exists(dfd, "big/sub") == sub))
 		rc = -EIO;
 	return rc;
 }
@@ -298,9 +313,20 @@ int test(int dfd)
 	/* Where the run would fill, in runs of half the bound. */
 	CHECK(order_given(dfd, 2, 1) == 0);
 	CHECK(in_runs(1, 0, &nruns));
-	CHECK(remove_given(dfd, 2) == 0);
+	CHECK(remove_given(dfd, 2, DE_SCHED_DIRS, -1, 0) == 0);
 	CHECK(in_runs(2, 0, &nruns));
 	CHECK(nruns == 11);
+	t_cleanup_sub(dfd, "big");
+	/* Filling, under the global schedule, runs of half the bound: the
+	 * listing alone, and with a subdirectory given beside it, which
+	 * ends in the same window (at the end of the tree). */
+	CHECK(make_big(dfd) == 0);
+	CHECK(remove_given(dfd, 2, DE_SCHED_GLOBAL, 1, 0) == 0);
+	CHECK(in_runs(1, 0, &nruns));
+	t_cleanup_sub(dfd, "big");
+	CHECK(make_big(dfd) == 0);
+	CHECK(remove_given(dfd, 2, DE_SCHED_GLOBAL, 1, 1) == 0);
+	CHECK(in_runs(1, 0, &nruns));
 	t_cleanup_sub(dfd, "big");
 	/* No bound (tmpfs, or a file system with no journal known): one
 	 * ascending order.  On ext4 the journal gives one; skip there. */
