@@ -210,7 +210,9 @@ size_t de__run_bytes(struct de__node *const *n, size_t k)
 	const de_ctx *ctx = n[0]->ctx;
 	size_t i, run = ctx->run.plan.chunk_blocks * 4096;
 
-	for (i = 0; i < k && de__want_fill(ctx); i++)
+	if (!de__want_fill(ctx))
+		return run;
+	for (i = 0; i < k; i++)
 		if (de__given_listing(n[i]) &&
 		    (k == 1 || de__listing_bytes(n[i]) > run / 2))
 			return run / 2;
