@@ -46,6 +46,11 @@ extern "C" {
  * leaves that one out. */
 #define DE_OP_AHEAD		(DE_OP_CHMOD + 4)
 
+/* The fault hook's op before push.c starts writing the inode tables home
+ * behind a filled order (name "."): tests see that it starts, once a
+ * call.  Failing it leaves the writes to the kernel. */
+#define DE_OP_PUSH		(DE_OP_CHMOD + 5)
+
 /*
  * Fault injection: fn is asked (possibly on a worker thread, so it must
  * be thread-safe) before each syscall the engine makes on an entry, and

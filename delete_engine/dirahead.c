@@ -53,8 +53,8 @@ struct extent {
 	uint64_t at, len;		/* in 4 KiB blocks */
 };
 
-/* The block device node of dev, opened read-only, or -1. */
-static int open_bdev(dev_t dev)
+/* See global.h. */
+int de__open_bdev(dev_t dev)
 {
 	char path[300], line[256];
 	struct stat st;
@@ -87,7 +87,7 @@ static int open_bdev(dev_t dev)
 /* See global.h. */
 void de__ahead_start(de_ctx *ctx, struct de__global *g)
 {
-	g->bdev = g->fill && ctx->global_fill != 2 ? open_bdev(g->dev) : -1;
+	g->bdev = g->fill && ctx->global_fill != 2 ? de__open_bdev(g->dev) : -1;
 }
 
 /* See global.h. */
@@ -230,7 +230,7 @@ void de_dir_ahead(de_ctx *ctx, int dirfd)
 	    !de__want_dir_ahead(ctx, de__fs_type(dirfd), st.st_dev) ||
 	    de__fault(ctx, DE_OP_AHEAD, "."))
 		return;
-	if ((bdev = open_bdev(st.st_dev)) < 0)
+	if ((bdev = de__open_bdev(st.st_dev)) < 0)
 		return;
 	if (map_fd(dirfd, x, &nx, DE__AHEAD_EXTENTS))
 		ask_extents(bdev, x, nx);

@@ -402,6 +402,8 @@ static void unlink_order(de_ctx *ctx, struct de__global *g,
 	};
 	size_t i;
 
+	if (g->fill)
+		de__push_start(ctx);
 	for (i = 0; i < nv; i++) {
 		if (g->fill)
 			de__fill_runs_at(ctx, &r, i);

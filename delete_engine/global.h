@@ -47,6 +47,14 @@ void de__global_end(struct de__global *g);
 void de__ahead_start(de_ctx *ctx, struct de__global *g);
 void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto);
 void de__ahead_end(struct de__global *g);
+/* dirahead.c: the block device node of dev, opened read-only, or -1. */
+int de__open_bdev(dev_t dev);
+/* push.c: where the holes are filled, a thread asks for the write-back
+ * of the inode tables of the root's file system every DE__PUSH_MS
+ * (tried once a call, from its first filled order) until the call ends
+ * (run.c end_run). */
+void de__push_start(de_ctx *ctx);
+void de__push_end(de_ctx *ctx);
 /* policy.c: whether de_dir_ahead() asks for a directory on fstype, dev. */
 int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev);
 /* Whether n's listing is the caller's (the root's targets, a set's), not

@@ -182,7 +182,6 @@ struct de__node {
 	char name[];
 };
 
-
 /*
  * Checks that cost a little at run time and catch a broken invariant
  * early: on in the sanitizer builds (make check-asan, check-tsan), which
@@ -402,6 +401,7 @@ struct de_ctx {
 	char *pbuf;			/* report paths (calling thread) */
 	size_t pcap;
 	struct de__pacer *pace;		/* pace.c: the rate limit */
+	struct de__push *push;		/* push.c: this call's, or NULL */
 	/*
 	 * Closes a held, unpinned fd (node.c de__shed_fd) for sys.c under
 	 * EMFILE: a call up the layers, through a pointer set once (ctx.c).
@@ -469,8 +469,6 @@ static inline void de__unlock(de_ctx *ctx)
 {
 	pthread_mutex_unlock(&ctx->mu);
 }
-
-
 
 /*
  * The node and event lists, all under the tree lock, named by their link

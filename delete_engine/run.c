@@ -249,6 +249,7 @@ static int end_run(de_ctx *ctx, struct de__node *r, struct de_summary *sum)
 	 * caller may fork() (pool.c). */
 	if (ctx->pool_ready)
 		de__pool_quiesce(&ctx->pool);
+	de__push_end(ctx);
 	/* Free what is left: the root, and after a cancel everything. */
 	while (ctx->run.tree.live)
 		de__node_free(ctx, ctx->run.tree.live);

@@ -139,6 +139,16 @@
  * a call; more is dropped). */
 #define DE__AHEAD_GAP		64u
 #define DE__AHEAD_CHUNK		32u
+/* push.c: the inode tables' write-back is asked for every DE__PUSH_MS,
+ * about once for each transaction the hdd model's journal commits in the
+ * million-file tree; asked more often (every 50 ms, or back to back),
+ * the writes come in pieces between the journal's, and the run is slower
+ * than without (docs/BENCHMARKS.md, "Writing the inode tables home").
+ * At most DE__PUSH_SPANS extents of them: the first, where more. */
+#define DE__PUSH_MS		250
+#define DE__PUSH_SPANS		4096u
+/* push.c: not where the run's fd budget is under this (fd_pressure). */
+#define DE__PUSH_MIN_FDS	64u
 /* de_dir_ahead(): a directory listed whole is asked for from this many
  * blocks (64 KiB, some 1,500 names): smaller, its reads are few. */
 #define DE__DIR_AHEAD_MIN	16u

@@ -335,6 +335,8 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 	int kept = 0;
 	size_t i, end = idx ? k : n->ls.nents;
 
+	if (fill && idx)
+		de__push_start(ctx);
 	if (fill && idx && n == ctx->run.root)
 		r.after = given = de__given(ctx, n, NULL, &r.nafter);
 	for (i = 0; i < end; i++) {
