@@ -49,11 +49,14 @@ void de__ahead(de_ctx *ctx, struct de__global *g, size_t upto);
 void de__ahead_end(struct de__global *g);
 /* dirahead.c: the block device node of dev, opened read-only, or -1. */
 int de__open_bdev(dev_t dev);
-/* push.c: where the holes are filled, a thread asks for the write-back
- * of the inode tables of the root's file system every DE__PUSH_MS
- * (tried once a call, from its first filled order) until the call ends
- * (run.c end_run). */
+/* push.c: where the holes are filled, or an ordered run's batches go
+ * on the same disks (de__want_push), a thread asks for the write-back of
+ * the inode tables of the root's file system every DE__PUSH_MS (tried
+ * once a call, from its first such order) until the call ends (run.c
+ * end_run). */
 void de__push_start(de_ctx *ctx);
+/* policy.c: whether a run has push.c start (de__want_fill too). */
+int de__want_push(const de_ctx *ctx);
 void de__push_end(de_ctx *ctx);
 /* policy.c: whether de_dir_ahead() asks for a directory on fstype, dev. */
 int de__want_dir_ahead(const de_ctx *ctx, long fstype, dev_t dev);

@@ -220,17 +220,27 @@ int de_note_read(de_ctx *ctx, int dirfd, uint64_t ns, size_t nents)
 
 /*
  * Whether an inode order's holes are filled (order.c de__fill_runs_at):
- * where the plan found a jbd2 journal (ext4) on a device not known to
- * read fast (a fast disk pays the touches and saves no seek: about 1.06
- * of the time, 0.96-1.09 in four rounds, on a directory of 400,000 in
- * runs: 2026-12-06/NOTES.md), not in ordered runs,
- * whose order follows the walk, and not under DE_SCHED_DIRS, which
- * changes nothing it does not delete.  de_test_global_fill() says
- * otherwise for tests.
+ * where push.c runs (below), but not in ordered runs, whose order
+ * follows the walk.
  */
 int de__want_fill(const de_ctx *ctx)
 {
-	if (de__ordered(ctx) || ctx->cfg.schedule == DE_SCHED_DIRS)
+	return !de__ordered(ctx) && de__want_push(ctx);
+}
+
+/*
+ * Whether push.c writes the inode tables home behind an inode order
+ * (the holes filled, or an ordered run's batches: batch.c): where the
+ * plan found a jbd2 journal (ext4) on a device not known to read fast (a
+ * fast disk pays the touches and saves no seek: about 1.06 of the time,
+ * 0.96-1.09 in four rounds, on a directory of 400,000 in runs:
+ * 2026-12-06/NOTES.md), and not under DE_SCHED_DIRS, which changes
+ * nothing it does not delete.  de_test_global_fill() says otherwise for
+ * tests.
+ */
+int de__want_push(const de_ctx *ctx)
+{
+	if (ctx->cfg.schedule == DE_SCHED_DIRS)
 		return 0;
 	if (ctx->global_fill)
 		return ctx->global_fill > 0;

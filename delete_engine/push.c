@@ -2,8 +2,8 @@
  * push.c - the inode tables, written home behind the order.
  *
  * Where the holes of an inode order are filled (global.c, unlink.c: a
- * slow disk under ext4's journal), the order sweeps the inode tables from
- * low to high, and each transaction the journal commits leaves a long run
+ * slow disk under ext4's journal), or an ordered run's batches go on such
+ * a disk (batch.c), the order sweeps the inode tables from low to high, and each transaction the journal commits leaves a long run
  * of them dirty behind the sweep.  ext4 writes them home only when the
  * journal wants their room back: the deleting thread then waits in jbd2's
  * checkpoint while the oldest transaction's blocks go home a batch at a

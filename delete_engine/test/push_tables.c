@@ -15,6 +15,7 @@
  *     when it was asked for, none more when de_remove() returns, tree/
  *     gone;
  *   - two calls on one context (tree/ in two halves): once each;
+ *   - an ordered run (DE_F_ORDERED: the batch walk): as filling;
  *   - filling off, or a paced run (de_config.rate): no DE_OP_PUSH (the
  *     thread starts only after it), tree/ gone;
  *   - the hook failing DE_OP_PUSH: no thread more, tree/ gone.
@@ -66,13 +67,14 @@ static int hook(void *arg, int op, const char *name)
 	return rc;
 }
 
-/* de_remove() of the targets t[0..nt) of dfd, each call of calls one of
- * them, filling as fill says, paced at rate (0: not); 0 or -1. */
+/* de_remove() of the targets t[0..calls) of dfd, one a call, filling as
+ * fill says, paced at rate (0: not), with flags; 0 or -1. */
 static int remove_in(int dfd, const struct de_target *t, int calls, int fill,
-		     unsigned rate)
+		     unsigned rate, unsigned flags)
 {
 	struct de_config cfg = { .threads = 1, .max_delete = -1,
-				 .schedule = DE_SCHED_GLOBAL, .rate = rate };
+				 .schedule = DE_SCHED_GLOBAL, .rate = rate,
+				 .flags = flags };
 	struct de_summary sum;
 	de_ctx *ctx;
 	int i, rc = 0;
@@ -118,7 +120,7 @@ int test(int dfd)
 	/* Through an O_PATH descriptor, as rsync's: it takes no ioctl. */
 	CHECK(make_tree(wd) == 0);
 	CHECK((td = openat(wd, ".", O_PATH | O_DIRECTORY)) >= 0);
-	CHECK(remove_in(td, &tree, 1, 1, 0) == 0);
+	CHECK(remove_in(td, &tree, 1, 1, 0, 0) == 0);
 	close(td);
 	fprintf(stderr, "filling: %d asked, threads %d then %d, after %d\n",
 		pushes, at_push, most, after);
@@ -127,25 +129,31 @@ int test(int dfd)
 
 	CHECK(make_tree(wd) == 0);
 	CHECK((td = openat(wd, "tree", O_RDONLY | O_DIRECTORY)) >= 0);
-	CHECK(remove_in(td, halves, 2, 1, 0) == 0);
+	CHECK(remove_in(td, halves, 2, 1, 0, 0) == 0);
 	close(td);
 	CHECK(pushes == 2 && after == at_push);
 	CHECK(!t_exists(wd, "tree/d0") && !t_exists(wd, "tree/d1"));
 	CHECK(t_count(wd, "tree/d2") == 1 + NF);
-	CHECK(remove_in(wd, &tree, 1, 1, 0) == 0);
+	CHECK(remove_in(wd, &tree, 1, 1, 0, 0) == 0);
+
+	/* An ordered run: the batch walk's batches (batch.c). */
+	CHECK(make_tree(wd) == 0);
+	CHECK(remove_in(wd, &tree, 1, 1, 0, DE_F_ORDERED) == 0);
+	CHECK(pushes == 1 && most == at_push + 1 && after == at_push);
+	CHECK(!t_exists(wd, "tree"));
 
 	/* The thread starts only after DE_OP_PUSH: none asked, none ran. */
 	CHECK(make_tree(wd) == 0);
-	CHECK(remove_in(wd, &tree, 1, -1, 0) == 0);
+	CHECK(remove_in(wd, &tree, 1, -1, 0, 0) == 0);
 	CHECK(pushes == 0 && !t_exists(wd, "tree"));
 
 	CHECK(make_tree(wd) == 0);
-	CHECK(remove_in(wd, &tree, 1, 1, 1000000) == 0);
+	CHECK(remove_in(wd, &tree, 1, 1, 1000000, 0) == 0);
 	CHECK(pushes == 0 && !t_exists(wd, "tree"));
 
 	CHECK(make_tree(wd) == 0);
 	refuse = 1;
-	CHECK(remove_in(wd, &tree, 1, 1, 0) == 0);
+	CHECK(remove_in(wd, &tree, 1, 1, 0, 0) == 0);
 	CHECK(pushes == 1 && most == at_push && !t_exists(wd, "tree"));
 	ret = T_PASS;
 out:
