@@ -41,25 +41,29 @@ SCALE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl'
                                   'bench/results/2026-12-03/slowdisk.jsonl']),
                 (250000, '4 MiB', ['bench/results/2026-12-06/slowdisk-250k-dir.jsonl',
                                    'bench/results/2026-12-06/slowdisk-250k-dir-stock.jsonl']),
-                # The million: rsync-de edb84f2 (reads that fill across)
-                # beside rm -rf (2026-12-07 batch BM; rm -rf also from
-                # batches BA-BD); stock and find -delete from 2026-12-06.
-                (1000000, '16 MiB', ['bench/results/2026-12-07/slowdisk-million-dir-slide.jsonl',
+                # The million: rsync-de 8d6ca39 (the inode tables pushed,
+                # batches CO-CR) beside rm -rf (CQ); rm -rf also from
+                # batches BA-BM (edb84f2's); stock and find -delete from
+                # 2026-12-06.
+                (1000000, '16 MiB', ['bench/results/2026-12-07/push-1m.jsonl',
+                                     'bench/results/2026-12-07/slowdisk-million-dir-slide.jsonl',
                                      'bench/results/2026-12-07/slowdisk-million-dir-ahead.jsonl',
                                      'bench/results/2026-12-06/slowdisk-million-dir.jsonl'])]
 # Trees of 1,000 files a directory, shuffled, at about 62,000 files per
 # MiB of journal from 250,000 on (the 40,000-file cell: 10,000).
-# 40,000 and 250,000: ded70d6 beside rm -rf (and stock at 250,000),
-# 2026-12-07 batches CA and CB (2026-12-06/scale-{40k,250k}.jsonl have
+# 40,000: 8d6ca39 (the inode tables pushed) beside rm -rf, 2026-12-07
+# batch CQ; 250,000: ded70d6 beside rm -rf and stock, batch CA
+# (scale-ded70d6.jsonl has its 40,000 too; 2026-12-06/scale-*.jsonl
 # b9d0de6's, and stock's 40,000).
-TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl']),
+TREE_POINTS = [(40000, '4 MiB', ['bench/results/2026-12-07/push-1m.jsonl']),
                (250000, '4 MiB', ['bench/results/2026-12-07/scale-ded70d6.jsonl']),
-               # The million: rsync-de (7fc5357, its directories read
-               # ahead), rm -rf and stock side by side, 2026-12-07 batch
-               # AK (scale-1m-quarter.jsonl has 1fbeedc's successor's,
-               # scale-1m-holes.jsonl b170855's, scale-1m.jsonl session
-               # 53's).
-               (1000000, '16 MiB', ['bench/results/2026-12-07/scale-1m-dirahead.jsonl']),
+               # The million: rsync-de 8d6ca39, three runs (batches
+               # CO-CR), rm -rf beside it (CQ); rm -rf and stock beside
+               # 7fc5357 (batch AK, scale-1m-dirahead.jsonl: the builds
+               # before; scale-1m-quarter.jsonl, scale-1m-holes.jsonl and
+               # scale-1m.jsonl older ones).
+               (1000000, '16 MiB', ['bench/results/2026-12-07/push-1m.jsonl',
+                                    'bench/results/2026-12-07/scale-1m-dirahead.jsonl']),
                # Four million: rsync-de with its holes peeked (7b8a01e),
                # rm -rf and stock side by side (2026-12-06/scale-4m*.jsonl
                # have the builds before).
@@ -77,7 +81,10 @@ PEER_ALIASES = {'cur': 'rsync-de'}
 # the build before this one's "rsync-de-before").  The one directory of
 # a million (SCALE_POINTS): edb84f2, whose reads of it fill across; of
 # 40,000: ded70d6 (2026-12-07 batch CC; 6a72117 read it ahead first).
-RSYNC_DE_BUILDS = ('rsync-de@ded70d6', 'rsync-de@edb84f2', 'rsync-de@6a72117', 'rsync-de@b170855',
+# 8d6ca39, which writes the inode tables home behind its orders, stands
+# where it ran: the trees' 40,000 and million, one directory of a
+# million.
+RSYNC_DE_BUILDS = ('rsync-de@8d6ca39', 'rsync-de@ded70d6', 'rsync-de@edb84f2', 'rsync-de@6a72117', 'rsync-de@b170855',
                    'rsync-de@89d71ab', 'rsync-de@ef4304d')
 SLOW_PEERS = [('rsync-de', 'rsync-de --delete-only', '#1f77b4'),
               ('rm', 'rm -rf', '#d62728'),
