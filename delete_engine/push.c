@@ -56,7 +56,8 @@ struct de__push {
 	pthread_cond_t cv;		/* on CLOCK_MONOTONIC */
 	int stop;			/* mu */
 	int bdev;
-	size_t nx;
+	int fs;				/* a directory to map, the thread's */
+	size_t nx;			/* the thread's */
 	struct de__span {
 		uint64_t at, len;	/* bytes */
 	} x[];
@@ -113,16 +114,22 @@ static size_t map_tables(int fd, struct de__span *x)
 }
 #endif
 
-/* Every DE__PUSH_MS until told to stop: ask for the tables' write-back. */
+/* Map the tables, then every DE__PUSH_MS until told to stop, ask for
+ * their write-back.  The map is made here, not by the deleting thread:
+ * ext4 answers GETFSMAP from every group's block bitmap (on a 1 TiB file
+ * system on the hdd model, cold, 693 reads and 3.1 s). */
 static void *pusher(void *arg)
 {
 	struct de__push *p = arg;
 	struct timespec at;
 	size_t i;
 
+	p->nx = map_tables(p->fs, p->x);
+	close(p->fs);
+	p->fs = -1;
 	clock_gettime(CLOCK_MONOTONIC, &at);
 	pthread_mutex_lock(&p->mu);
-	while (!p->stop) {
+	while (!p->stop && p->nx) {
 		at.tv_nsec += DE__PUSH_MS * 1000000L;
 		at.tv_sec += at.tv_nsec / 1000000000L;
 		at.tv_nsec %= 1000000000L;
@@ -188,6 +195,7 @@ void de__push_start(de_ctx *ctx)
 	if (p) {
 		ctx->push = p;
 		p->bdev = -1;
+		p->fs = -1;
 		p->stop = 0;
 		p->nx = 0;
 	}
@@ -204,14 +212,14 @@ void de__push_start(de_ctx *ctx)
 	if (fd < 0)
 		return;
 	if (!fstat(fd, &st))
-		p->nx = map_tables(fd, p->x);
-	close(fd);
-	if (p->nx)
 		p->bdev = de__open_bdev(st.st_dev);
+	p->fs = fd;
 	if (p->bdev >= 0 && start(p)) {
 		close(p->bdev);
 		p->bdev = -1;
 	}
+	if (p->bdev < 0)
+		close(fd);
 }
 
 /* See global.h.  The workers are idle (run.c end_run). */

@@ -90,7 +90,12 @@ static int remove_in(int dfd, const struct de_target *t, int calls, int fill,
 				(unsigned long)sum.failed);
 		rc = rc || sum.failed ? -1 : 0;
 	}
-	/* The pool's threads are still there (and a sanitizer's). */
+	/* The pool's threads are still there (and a sanitizer's).  A
+	 * thread joined may still be listed for a moment: its exit wakes
+	 * the join before it leaves /proc/self/task.  One not joined stays
+	 * listed. */
+	for (i = 0; pushes && i < 100 && threads() > at_push; i++)
+		usleep(10000);
 	after = threads();
 	de_ctx_free(ctx);
 	return rc;
