@@ -29,6 +29,8 @@ OTHERS = {
     'fts.c',        # gnulib's fts, under coreutils' rm
     'remove.c',     # coreutils' rm
     'rm.c',         # coreutils' rm
+    'checkpoint.c', # Linux's jbd2, its checkpoint
+    'fsmap.h',      # Linux's ext4, its GETFSMAP owner codes
 }
 
 DOCS = ['delete_engine/README.md', 'docs/BENCHMARKS.md', 'README.md']
