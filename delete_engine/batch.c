@@ -147,8 +147,8 @@ static void unlink_files(de_ctx *ctx, struct de__batch *b, de__file_fn fn)
 		nv++;
 	}
 	de__sort_by_ino(v, nv);
-	if (nv && de__want_push(ctx))
-		de__push_start(ctx);
+	if (de__want_push(ctx))
+		de__push_start(ctx, nv);
 	for (k = 0; k < nv && !de__cancelled(ctx); k++) {
 		struct de__ent *e = &v[k].n->ls.ents[v[k].i];
 

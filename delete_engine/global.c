@@ -403,7 +403,7 @@ static void unlink_order(de_ctx *ctx, struct de__global *g,
 	size_t i;
 
 	if (g->fill)
-		de__push_start(ctx);
+		de__push_start(ctx, nv);
 	for (i = 0; i < nv; i++) {
 		if (g->fill)
 			de__fill_runs_at(ctx, &r, i);

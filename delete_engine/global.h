@@ -52,9 +52,9 @@ int de__open_bdev(dev_t dev);
 /* push.c: where the holes are filled, or an ordered run's batches go
  * on the same disks (de__want_push), a thread asks for the write-back of
  * the inode tables of the root's file system every DE__PUSH_MS (tried
- * once a call, from its first such order) until the call ends (run.c
- * end_run). */
-void de__push_start(de_ctx *ctx);
+ * once a call, from its first such order of at least DE__PUSH_MIN_FILES
+ * files) until the call ends (run.c end_run). */
+void de__push_start(de_ctx *ctx, size_t files);
 /* policy.c: whether a run has push.c start (de__want_fill too). */
 int de__want_push(const de_ctx *ctx);
 void de__push_end(de_ctx *ctx);

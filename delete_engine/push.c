@@ -3,8 +3,9 @@
  *
  * Where the holes of an inode order are filled (global.c, unlink.c: a
  * slow disk under ext4's journal), or an ordered run's batches go on such
- * a disk (batch.c), the order sweeps the inode tables from low to high, and each transaction the journal commits leaves a long run
- * of them dirty behind the sweep.  ext4 writes them home only when the
+ * a disk (batch.c), the order sweeps the inode tables from low to high,
+ * and each transaction the journal commits leaves a long run of them
+ * dirty behind the sweep.  ext4 writes them home only when the
  * journal wants their room back: the deleting thread then waits in jbd2's
  * checkpoint while the oldest transaction's blocks go home a batch at a
  * time, between the journal's own writes (fs/jbd2/checkpoint.c), and the
@@ -27,7 +28,8 @@
  * root: GETFSMAP needs CAP_SYS_ADMIN; a file system without it; no device
  * node; no thread) leaves the writes as they were, and so does a run
  * short of fds: the device's is held for the call, and directories need
- * them more.  The thread blocks all signals, and is joined before the
+ * them more.  An order of fewer than DE__PUSH_MIN_FILES files starts
+ * nothing (a sync's deletions, a few in each directory).  The thread blocks all signals, and is joined before the
  * call returns (the caller may fork).
  */
 #include "internal.h"
@@ -177,15 +179,15 @@ static int start(struct de__push *p)
 }
 
 /* See global.h. */
-void de__push_start(de_ctx *ctx)
+void de__push_start(de_ctx *ctx, size_t files)
 {
 	struct de__push *p;
 	struct de__pin pin;
 	struct stat st;
 	int fd;
 
-	if (ctx->cfg.rate || ctx->fd_budget < (int)DE__PUSH_MIN_FDS ||
-	    !ctx->run.root)
+	if (files < DE__PUSH_MIN_FILES || ctx->cfg.rate ||
+	    ctx->fd_budget < (int)DE__PUSH_MIN_FDS || !ctx->run.root)
 		return;
 	/* Tried once a call, whatever comes of it; a worker's huge
 	 * directory may be first (unlink.c). */

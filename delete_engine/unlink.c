@@ -336,7 +336,7 @@ static void unlink_range(de_ctx *ctx, struct de__node *n, int fd,
 	size_t i, end = idx ? k : n->ls.nents;
 
 	if (fill && idx)
-		de__push_start(ctx);
+		de__push_start(ctx, k);
 	if (fill && idx && n == ctx->run.root)
 		r.after = given = de__given(ctx, n, NULL, &r.nafter);
 	for (i = 0; i < end; i++) {

@@ -6,7 +6,7 @@
  * when the thread runs, and that it changes nothing removed.
  *
  * On a loop-mounted ext4 (exit 77 without root or mkfs.ext4), tree/ of
- * 4 directories of 300 files made shuffled, removed by de_remove() under
+ * 3 directories of 4,200 files made shuffled, removed by de_remove() under
  * DE_SCHED_GLOBAL, filling as each case says; the fault hook counts
  * DE_OP_PUSH, and at each unlink the threads of this process.  The 100th
  * unlink waits 0.6 s, so that the thread asks at least twice.
@@ -16,6 +16,8 @@
  *     gone;
  *   - two calls on one context (tree/ in two halves): once each;
  *   - an ordered run (DE_F_ORDERED: the batch walk): as filling;
+ *   - 3 directories of 1,000 (orders under DE__PUSH_MIN_FILES): no
+ *     DE_OP_PUSH;
  *   - filling off, or a paced run (de_config.rate): no DE_OP_PUSH (the
  *     thread starts only after it), tree/ gone;
  *   - the hook failing DE_OP_PUSH: no thread more, tree/ gone.
@@ -24,8 +26,9 @@
 
 #include <dirent.h>
 
-#define ND	4
-#define NF	300
+#define ND	3
+#define NF	4200	/* over DE__PUSH_MIN_FILES (4,096) a directory */
+#define NSMALL	1000
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int pushes, unlinks, refuse, at_push, most, after;
@@ -101,10 +104,10 @@ static int remove_in(int dfd, const struct de_target *t, int calls, int fill,
 	return rc;
 }
 
+static uint64_t inos[ND * NF];
+
 static int make_tree(int wd)
 {
-	uint64_t inos[ND * NF];
-
 	return t_shuffled_tree(wd, ND, NF, 7, inos);
 }
 
@@ -116,7 +119,7 @@ int test(int dfd)
 	int ret = T_FAIL, wd, td;
 
 	(void)dfd;	/* the tree goes on the ext4, in the temp dir's mnt */
-	wd = t_loop_mount("64M", "mkfs.ext4 -q -F -b 4096");
+	wd = t_loop_mount("128M", "mkfs.ext4 -q -F -b 4096 -N 40000");
 	if (wd < 0) {
 		ret = T_SKIP;
 		goto out;
@@ -140,6 +143,11 @@ int test(int dfd)
 	CHECK(!t_exists(wd, "tree/d0") && !t_exists(wd, "tree/d1"));
 	CHECK(t_count(wd, "tree/d2") == 1 + NF);
 	CHECK(remove_in(wd, &tree, 1, 1, 0, 0) == 0);
+
+	/* Orders of fewer files than DE__PUSH_MIN_FILES start nothing. */
+	CHECK(t_shuffled_tree(wd, ND, NSMALL, 7, inos) == 0);
+	CHECK(remove_in(wd, &tree, 1, 1, 0, 0) == 0);
+	CHECK(pushes == 0 && !t_exists(wd, "tree"));
 
 	/* An ordered run: the batch walk's batches (batch.c). */
 	CHECK(make_tree(wd) == 0);
